@@ -1,0 +1,17 @@
+"""From Loops to TPUs: hardware detection, honest timing and plotting for every notebook of the series.
+
+    import helpers as h
+    h.hardware()                      # what this machine has, with peak FLOP/s and their sources
+    h.backends()                      # which of numpy / jax / cupy can run here, and why not
+    t = h.benchmark(fn, *args, flops=2 * n**3)
+    h.compare({"loops": t0, "numpy": t1})
+"""
+
+from .backend import BackendUnavailable, array_module, backends, sync, to_backend, to_numpy
+from .hardware import hardware
+from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_seconds
+
+__all__ = [
+    "BackendUnavailable", "NoisyTimingWarning", "Timing", "array_module", "backends", "benchmark", "compare",
+    "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
+]

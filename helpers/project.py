@@ -1,0 +1,58 @@
+"""Facts about the project itself: the one place that holds the public repository URL, and the chapter map.
+
+`python -m helpers notebooks sync` writes the badges, the Colab set-up cell and the README chapter map from
+here; a test fails when a notebook or the README is out of step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The public repository (the only place this URL is written by hand).
+REPO_URL = "https://github.com/from-loops-to-tpus/from-loops-to-tpus"
+BRANCH = "main"
+#: The pip requirement Colab installs in each notebook's set-up cell.
+DISTRIBUTION = "loops-to-tpus"
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One notebook of the series, as listed in the README's chapter map."""
+
+    file: str  # file name under notebooks/
+    title: str
+    promise: str  # one line: what the learner gets
+    minutes: int  # estimated time to work through it
+    accelerator: str | None = None  # "GPU" or "TPU": the Colab runtime the notebook asks for
+
+
+CHAPTERS: tuple[Chapter, ...] = (
+    Chapter("00_start_here.ipynb", "Start here",
+            "The map of the series, what this machine has, and CPU vs GPU vs TPU in one page.", 15),
+    Chapter("01_cpu_loops.ipynb", "CPU loops",
+            "Matrix multiply as Python loops: count the FLOPs, measure them, see how far from peak we are.", 30),
+    Chapter("02_vectorised_numpy.ipynb", "Vectorised NumPy",
+            "The same work vectorised: SIMD, BLAS and threads, and the CPU roofline.", 40),
+)
+
+
+def github_path(notebook: str) -> str:
+    """'owner/repo/blob/branch/notebooks/<notebook>' as Colab's GitHub loader wants it."""
+    owner_repo = REPO_URL.removeprefix("https://github.com/")
+    return f"{owner_repo}/blob/{BRANCH}/notebooks/{notebook}"
+
+
+def colab_url(notebook: str) -> str:
+    """Open `notebook` from GitHub in Google Colab."""
+    return f"https://colab.research.google.com/github/{github_path(notebook)}"
+
+
+def binder_url(notebook: str) -> str:
+    """Open `notebook` in JupyterLab on mybinder.org."""
+    owner_repo = REPO_URL.removeprefix("https://github.com/")
+    return f"https://mybinder.org/v2/gh/{owner_repo}/{BRANCH}?labpath=notebooks%2F{notebook}"
+
+
+def pip_requirement() -> str:
+    """What Colab's set-up cell pip-installs: this package from the repository's main branch."""
+    return f"{DISTRIBUTION} @ git+{REPO_URL}@{BRANCH}"

@@ -1,0 +1,350 @@
+"""benchmark(): time a function honestly on any backend; compare(): a speed-up table.
+
+Honest means: the first call (which may compile) is timed apart, the device is synchronised before the
+clock is read (asynchronous GPU and JAX launches otherwise time only the launch), calls are repeated until a
+time budget is spent, and the result reports a robust median with its spread.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from html import escape
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from . import backend as _backends
+from .hardware import Peak, hardware
+
+#: A sample shorter than this is dominated by timer overhead: loop the call until a sample lasts this long.
+MIN_SAMPLE_SECONDS = 2e-3
+#: Spread (IQR / median) above which a timing is flagged as noisy.
+NOISY_SPREAD = 0.25
+
+
+class NoisyTimingWarning(UserWarning):
+    """The samples of a benchmark varied a lot: something else was probably using the machine."""
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration with a unit that keeps 3 significant digits: '812 ns', '4.20 ms', '1.50 s', '2.1 h'."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    for unit, scale in (("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3)):
+        if seconds < scale * 1000:
+            return f"{seconds / scale:.3g} {unit}"
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    if seconds < 2 * 365 * 86400:
+        return f"{seconds / 86400:.3g} days"
+    return f"{seconds / (365.25 * 86400):.3g} years"
+
+
+@dataclass
+class Timing:
+    """What benchmark() measured: per-call seconds of every sample, the first call apart, and the roofs."""
+
+    label: str
+    backend: str
+    dtype: str | None
+    samples: np.ndarray  # seconds per call, one entry per sample
+    number: int  # calls averaged in each sample
+    compile_time: float  # seconds of the first call (tracing, compiling, caches warming)
+    flops: float | None = None  # floating-point operations per call
+    bytes: float | None = None  # bytes moved to or from memory per call
+    peak: Peak | None = None
+    capped: bool = False  # stopped by max_time before min_repeats samples were taken
+    n: int | None = None  # problem size, when the caller says (used by plots)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        """Median seconds per call: the number to quote."""
+        return float(np.median(self.samples))
+
+    @property
+    def min(self) -> float:
+        """Fastest sample, seconds per call: the machine with the least interference."""
+        return float(np.min(self.samples))
+
+    @property
+    def mean(self) -> float:
+        """Mean seconds per call (pulled up by outliers; prefer the median)."""
+        return float(np.mean(self.samples))
+
+    @property
+    def iqr(self) -> float:
+        """Interquartile range of seconds per call: the spread of the middle half of the samples."""
+        q75, q25 = np.percentile(self.samples, [75, 25])
+        return float(q75 - q25)
+
+    @property
+    def spread(self) -> float:
+        """IQR relative to the median: 0.05 means the middle half of the samples lie within about 5%."""
+        return self.iqr / self.median if self.median > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        """True when the spread says the machine was busy with something else."""
+        return len(self.samples) >= 4 and self.spread > NOISY_SPREAD
+
+    @property
+    def gflops(self) -> float | None:
+        """Achieved GFLOP/s at the median time, if flops were given."""
+        return self.flops / self.median / 1e9 if self.flops else None
+
+    @property
+    def gbps(self) -> float | None:
+        """Achieved GB/s at the median time, if bytes were given."""
+        return self.bytes / self.median / 1e9 if self.bytes else None
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity in FLOP per byte, if both flops and bytes were given."""
+        return self.flops / self.bytes if self.flops and self.bytes else None
+
+    @property
+    def fraction_of_peak(self) -> float | None:
+        """Achieved FLOP/s over the device's peak for this dtype (or bytes/s over bandwidth if no flops)."""
+        if self.peak is None:
+            return None
+        if self.flops and self.peak.flops:
+            return self.flops / self.median / self.peak.flops
+        if self.bytes and not self.flops and self.peak.bandwidth:
+            return self.bytes / self.median / self.peak.bandwidth
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain numbers for JSON: label, backend, n, dtype, median_s, min_s, iqr_s, gflops, ..."""
+        return {
+            "label": self.label, "backend": self.backend, "n": self.n, "dtype": self.dtype,
+            "median_s": self.median, "min_s": self.min, "iqr_s": self.iqr, "compile_s": self.compile_time,
+            "samples": len(self.samples), "number": self.number, "gflops": self.gflops, "gbps": self.gbps,
+            "fraction_of_peak": self.fraction_of_peak,
+            "peak_source": self.peak.source if self.peak else None,
+        }
+
+    def _cells(self) -> list[tuple[str, str]]:
+        cells = [("median", format_seconds(self.median)), ("± IQR", f"{self.spread:.0%}"),
+                 ("min", format_seconds(self.min)), ("first call", format_seconds(self.compile_time))]
+        if self.gflops is not None:
+            cells.append(("GFLOP/s", f"{self.gflops:,.3g}"))
+        if self.gbps is not None:
+            cells.append(("GB/s", f"{self.gbps:,.3g}"))
+        if self.fraction_of_peak is not None:
+            cells.append(("of peak", f"{self.fraction_of_peak:.1%}"))
+        cells.append(("samples", f"{len(self.samples)} x {self.number}"))
+        return cells
+
+    def __str__(self) -> str:
+        text = f"{self.label} [{self.backend}]: " + ", ".join(f"{k} {v}" for k, v in self._cells())
+        if self.noisy:
+            text += " (noisy: rerun when the machine is quiet)"
+        return text
+
+    def __repr__(self) -> str:
+        return f"<Timing {self}>"
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{escape(k)}</th>" for k, _ in self._cells())
+        row = "".join(f"<td>{escape(v)}</td>" for _, v in self._cells())
+        peak = f"<br><small>peak: {escape(self.peak.device)}, {escape(self.peak.source)}</small>" if self.peak else ""
+        noisy = "<br><small>&#9888; noisy: the samples varied a lot; rerun when the machine is quiet</small>" \
+            if self.noisy else ""
+        return (f"<b>{escape(self.label)}</b> <small>[{escape(self.backend)}]</small>"
+                f"<table><tr>{head}</tr><tr>{row}</tr></table>{peak}{noisy}")
+
+
+def _positive(name: str, value: Any, allow_none: bool = True) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _dtype_of(tree: Any) -> str | None:
+    for leaf in _backends.leaves(tree):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None:
+            return str(dtype)
+    for leaf in _backends.leaves(tree):
+        if isinstance(leaf, float):
+            return "float64"
+    return None
+
+
+def _device_kind(backend: str, tree: Any) -> str:
+    if backend == "jax":
+        for leaf in _backends.leaves(tree):
+            if _backends.backend_of(leaf) == "jax":
+                return next(iter(leaf.devices())).platform
+        return _backends.backends()["jax"].device_kind
+    return "gpu" if backend == "cupy" else "cpu"
+
+
+def benchmark(
+    fn: Callable[..., Any],
+    *args: Any,
+    backend: str | None = None,
+    flops: float | None = None,
+    bytes: float | None = None,  # noqa: A002 - the natural name, next to flops
+    label: str | None = None,
+    dtype: str | None = None,
+    n: int | None = None,
+    budget: float = 0.5,
+    max_time: float = 10.0,
+    min_repeats: int = 5,
+    max_repeats: int = 10_000,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Timing:
+    """Time `fn(*args)`: first call apart, warm-up, device sync before every clock read, repeats in a budget.
+
+    backend: 'python', 'numpy', 'jax' or 'cupy'; detected from the arrays in `args` (or, if there are none,
+    from what `fn` returns) when not given. Arrays must already live on that backend, so transfers are not
+    timed by accident. flops / bytes: work per call, for GFLOP/s, GB/s and the fraction of peak.
+    budget: seconds of repeated timing to aim for; max_time: hard cap on the whole call, so a slow function
+    cannot hang a notebook (at least two calls are always made).
+    """
+    if not callable(fn):
+        raise TypeError(f"benchmark() times a function: its first argument must be callable, got "
+                        f"{type(fn).__name__} {fn!r:.60}. Pass the function and its arguments, e.g. "
+                        "benchmark(np.matmul, a, b), or wrap an expression: benchmark(lambda: a @ b)")
+    if backend is not None:
+        _backends.check_name(backend)
+        _backends.require_usable(backend)
+    flops = _positive("flops (floating-point operations per call)", flops)
+    bytes = _positive("bytes (bytes moved per call)", bytes)
+    budget = _positive("budget (seconds)", budget, allow_none=False)
+    max_time = _positive("max_time (seconds)", max_time, allow_none=False)
+    for name, value in (("min_repeats", min_repeats), ("max_repeats", max_repeats)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    if n is not None and (not isinstance(n, int) or n <= 0):
+        raise ValueError(f"n (problem size) must be a positive integer, got {n!r}")
+
+    found = _backends.detect(args)
+    if backend is not None and found not in ("python", backend) and not (backend == "python" and found == "numpy"):
+        raise ValueError(f"benchmark(backend={backend!r}) got {found} arrays; move them first with "
+                         f"helpers.to_backend(x, {backend!r}) so the transfer is not timed on every call")
+    chosen = backend or (found if found != "python" else None)
+
+    def timed_call(count: int, sync: Callable[[Any], None]) -> tuple[float, Any]:
+        t0 = clock()
+        for _ in range(count):
+            out = fn(*args)
+        sync(out)  # wait for the device: without this we would time the launch, not the work
+        return clock() - t0, out
+
+    _backends.sync(args, chosen or found)  # nothing queued before us may leak into our first sample
+    first, out = timed_call(1, _backends.SYNCS[chosen] if chosen else (lambda tree: _backends.sync(tree)))
+    chosen = chosen or _backends.detect(out)
+    sync = _backends.SYNCS[chosen]
+    spent = first
+
+    per_call = first
+    for _ in range(warmup):
+        if spent >= budget:
+            break
+        per_call, out = timed_call(1, sync)
+        spent += per_call
+
+    number = max(1, int(MIN_SAMPLE_SECONDS / per_call)) if per_call > 0 else 1000
+    samples: list[float] = []
+    while True:
+        elapsed, out = timed_call(number, sync)
+        samples.append(elapsed / number)
+        spent += elapsed
+        if len(samples) >= max_repeats or spent >= max_time:
+            break
+        if len(samples) >= min_repeats and spent - first >= budget:
+            break
+
+    dtype = dtype or _dtype_of(args) or _dtype_of(out)
+    peak = hardware().peak(chosen, dtype or "float32", _device_kind(chosen, (args, out)))
+    result = Timing(label or getattr(fn, "__name__", "fn"), chosen, dtype, np.asarray(samples), number, first,
+                    flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
+    if result.noisy:
+        warnings.warn(f"{result.label}: the middle half of the samples spread over {result.spread:.0%} of the "
+                      "median; another program may be using the machine. Rerun, or raise budget=.",
+                      NoisyTimingWarning, stacklevel=2)
+    return result
+
+
+@dataclass
+class Comparison:
+    """Several timings side by side, with speed-ups relative to the first (the baseline)."""
+
+    timings: list[Timing]
+
+    @property
+    def baseline(self) -> Timing:
+        """The timing every speed-up is measured against."""
+        return self.timings[0]
+
+    @property
+    def speedups(self) -> dict[str, float]:
+        """label -> how many times faster than the baseline (median against median)."""
+        return {t.label: self.baseline.median / t.median for t in self.timings}
+
+    def rows(self) -> list[dict[str, str]]:
+        """The table as strings, one dict per timing."""
+        out = []
+        for t in self.timings:
+            out.append({
+                "": t.label, "backend": t.backend, "median": format_seconds(t.median),
+                "speed-up": f"{self.baseline.median / t.median:,.3g}x",
+                "GFLOP/s": f"{t.gflops:,.3g}" if t.gflops is not None else "",
+                "GB/s": f"{t.gbps:,.3g}" if t.gbps is not None else "",
+                "of peak": f"{t.fraction_of_peak:.1%}" if t.fraction_of_peak is not None else "",
+            })
+        keep = [k for k in out[0] if any(r[k] for r in out)]
+        return [{k: r[k] for k in keep} for r in out]
+
+    def __str__(self) -> str:
+        rows = self.rows()
+        widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in rows[0]}
+        lines = ["  ".join(k.rjust(w) for k, w in widths.items())]
+        lines += ["  ".join(r[k].rjust(w) for k, w in widths.items()) for r in rows]
+        return "\n".join(lines) + f"\n(speed-ups against {self.baseline.label!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        rows = self.rows()
+        head = "".join(f"<th>{escape(k)}</th>" for k in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
+        return (f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+                f"<small>speed-ups against {escape(self.baseline.label)}</small>")
+
+
+def compare(timings: Mapping[str, Timing] | Iterable[Timing]) -> Comparison:
+    """A speed-up table of timings against the first one: compare({'loops': t0, 'numpy': t1})."""
+    if isinstance(timings, Mapping):
+        items = []
+        for label, t in timings.items():
+            if not isinstance(t, Timing):
+                raise TypeError(f"compare() needs Timing results from benchmark(); {label!r} is {type(t).__name__}")
+            t.label = str(label)
+            items.append(t)
+    else:
+        items = list(timings)
+        for t in items:
+            if not isinstance(t, Timing):
+                raise TypeError(f"compare() needs Timing results from benchmark(), got {type(t).__name__}")
+    if not items:
+        raise ValueError("compare() needs at least one Timing")
+    return Comparison(items)

@@ -1,0 +1,126 @@
+"""The work every chapter and the bench command time: matrix multiply and an elementwise op, in each style.
+
+Python-loop versions are written plainly on purpose (they are what chapter 01 shows). Each workload knows
+its FLOP and byte counts so a timing can be turned into GFLOP/s, GB/s and a point on the roofline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .backend import array_module, check_name, require_usable, to_backend
+
+DTYPES = ("float32", "float64")
+
+
+def matmul_loops(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
+    """C = A @ B with three nested Python loops: n*n*n multiply-adds, one at a time."""
+    n, k, m = len(a), len(b), len(b[0])
+    c = [[0.0] * m for _ in range(n)]
+    for i in range(n):
+        for j in range(m):
+            total = 0.0
+            for p in range(k):
+                total += a[i][p] * b[p][j]
+            c[i][j] = total
+    return c
+
+
+def axpby_loops(alpha: float, x: list[float], beta: float, y: list[float]) -> list[float]:
+    """z = alpha*x + beta*y, one element at a time: 3 FLOPs per element, 3 numbers moved."""
+    return [alpha * xi + beta * yi for xi, yi in zip(x, y)]
+
+
+def axpby(alpha: float, x: Any, beta: float, y: Any) -> Any:
+    """z = alpha*x + beta*y on whole arrays (NumPy, CuPy or JAX): memory-bound, 1/4 FLOP per byte in fp32."""
+    return alpha * x + beta * y
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """C = A @ B on whole arrays: compute-bound for large n (about n/6 FLOP per byte in fp32)."""
+    return a @ b
+
+
+def matmul_flops(n: int) -> int:
+    """FLOPs of an n x n by n x n product: n*n outputs, each n multiplies and n adds."""
+    return 2 * n**3
+
+
+def matmul_bytes(n: int, itemsize: int) -> int:
+    """Bytes an ideal n x n matmul must move: read A and B, write C once."""
+    return 3 * n * n * itemsize
+
+
+def axpby_flops(n: int) -> int:
+    """FLOPs of alpha*x + beta*y on n elements: two multiplies and one add each."""
+    return 3 * n
+
+
+def axpby_bytes(n: int, itemsize: int) -> int:
+    """Bytes of alpha*x + beta*y on n elements: read x and y, write z."""
+    return 3 * n * itemsize
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An operation the helpers can build inputs for, run in any style, and count FLOPs and bytes of."""
+
+    name: str
+    description: str
+    flops: Callable[[int], int]
+    bytes: Callable[[int, int], int]
+    loops: Callable[..., Any]
+    vectorised: Callable[..., Any]
+    size_meaning: str  # what n means for this op
+
+
+WORKLOADS: dict[str, Workload] = {
+    "matmul": Workload("matmul", "C = A @ B, n x n matrices", matmul_flops, matmul_bytes, matmul_loops, matmul,
+                       "matrix side n"),
+    "axpby": Workload("axpby", "z = 2x + 3y, n elements", axpby_flops, axpby_bytes, axpby_loops, axpby,
+                      "vector length n"),
+}
+
+
+def get(name: str) -> Workload:
+    """The workload called `name`; a ValueError listing the accepted names otherwise."""
+    if name not in WORKLOADS:
+        raise ValueError(f"unknown operation {name!r}; accepted: {', '.join(WORKLOADS)}")
+    return WORKLOADS[name]
+
+
+def make_inputs(op: str, n: int, dtype: str = "float32", backend: str = "numpy", seed: int = 0) -> tuple[Any, ...]:
+    """Random inputs of size n for `op`, already on `backend` ('python' gives nested lists of floats)."""
+    work = get(op)
+    check_name(backend)
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise ValueError(f"n ({work.size_meaning}) must be a positive integer, got {n!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; accepted: {', '.join(DTYPES)}")
+    require_usable(backend)
+    rng = np.random.default_rng(seed)
+    shape = (n, n) if op == "matmul" else (n,)
+    arrays = [rng.standard_normal(shape).astype(dtype) for _ in range(2)]
+    moved = [to_backend(x, backend) for x in arrays]
+    return tuple(moved) if op == "matmul" else (2.0, moved[0], 3.0, moved[1])
+
+
+def runner(op: str, backend: str) -> Callable[..., Any]:
+    """The function that does `op` in `backend`'s style: Python loops for 'python', whole arrays otherwise.
+
+    The JAX version is jit-compiled, as JAX code is meant to run.
+    """
+    work = get(op)
+    check_name(backend)
+    if backend == "python":
+        return work.loops
+    if backend == "jax":
+        array_module("jax")
+        import jax
+
+        return jax.jit(work.vectorised)
+    return work.vectorised
