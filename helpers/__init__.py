@@ -9,9 +9,9 @@
 
 from .backend import BackendUnavailable, array_module, backends, sync, to_backend, to_numpy
 from .hardware import hardware
-from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_seconds
+from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
 
 __all__ = [
     "BackendUnavailable", "NoisyTimingWarning", "Timing", "array_module", "backends", "benchmark", "compare",
-    "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
+    "format_fraction", "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
 ]

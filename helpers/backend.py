@@ -100,7 +100,8 @@ def _jax_status() -> BackendStatus:
     except ImportError:
         return BackendStatus("jax", False, "JAX is not installed", "pip install jax")
     except Exception as exc:
-        return BackendStatus("jax", False, f"JAX failed to import: {_first_line(exc)}", "pip install --upgrade jax jaxlib")
+        return BackendStatus("jax", False, f"JAX failed to import: {_first_line(exc)}",
+                             "pip install --upgrade jax jaxlib")
     try:
         devices = jax.devices()
         float(jax.numpy.arange(4.0).sum())

@@ -44,8 +44,8 @@ def _is_arraylike(value: Any) -> bool:
 
 def _close(got: Any, want: Any, rtol: float, atol: float) -> tuple[bool, str]:
     try:
-        got_arr, want_arr = to_numpy(got) if hasattr(got, "shape") else np.asarray(got, dtype=float), np.asarray(
-            to_numpy(want) if hasattr(want, "shape") else want, dtype=float)
+        got_arr = np.asarray(to_numpy(got), dtype=float)
+        want_arr = np.asarray(to_numpy(want), dtype=float)
     except (TypeError, ValueError):
         return False, f"expected something like {_short(want)}, got {type(got).__name__} {_short(got)}"
     if got_arr.shape != want_arr.shape:
@@ -83,8 +83,10 @@ def check_function(
                                              f"(case {i} of {len(cases)}, {_describe(case)})"))
         ok, why = _close(got, reference(*case), rtol, atol)
         if not ok:
-            return _say(Verdict(False, True, f"❌ {title}: wrong on case {i} of {len(cases)} ({_describe(case)}): {why}"))
-    return _say(Verdict(True, True, f"✅ {title}: correct on all {len(cases)} cases."))
+            where = f"case {i} of {len(cases)} ({_describe(case)})"
+            return _say(Verdict(False, True, f"❌ {title}: wrong on {where}: {why}"))
+    cases_text = "the 1 case" if len(cases) == 1 else f"all {len(cases)} cases"
+    return _say(Verdict(True, True, f"✅ {title}: correct on {cases_text}."))
 
 
 def check_value(got: Any, expected: Any, what: str, rtol: float = 0.02, atol: float = 0.0) -> Verdict:

@@ -89,7 +89,8 @@ class CPUInfo:
             "memory bandwidth": self.peak_bandwidth.source,
         }
         if self.nominal_clock_hz is not None:
-            out["nominal clock"] = f"{float(self.nominal_clock_hz.value) / 1e9:.2f} GHz ({self.nominal_clock_hz.source})"
+            nominal = self.nominal_clock_hz
+            out["nominal clock"] = f"{float(nominal.value) / 1e9:.2f} GHz ({nominal.source})"
         return out
 
 
@@ -137,7 +138,9 @@ def detect_simd(flags: set[str], arch: str) -> tuple[str, int]:
     return "SSE2", 128
 
 
-def detect_fma_units(vendor: str, family: int, model: int, flags: set[str], simd_bits: int, brand: str) -> tuple[int, int, str]:
+def detect_fma_units(
+    vendor: str, family: int, model: int, flags: set[str], simd_bits: int, brand: str
+) -> tuple[int, int, str]:
     """(vector FMA units per core, their width in bits, why), from the microarchitecture's published layout."""
     if "Apple" in brand:
         return 4, 128, "Apple M-series cores have four 128-bit FMA pipes"
@@ -169,7 +172,8 @@ def _nominal_clock(cpuinfo: dict[str, str], brand: str) -> Sourced | None:
         return Sourced(float(hz), "sysctl hw.cpufrequency_max")
     match = re.search(r"Apple (M\d)", brand)
     if match and match.group(1) in _APPLE_CLOCKS_GHZ:
-        return Sourced(_APPLE_CLOCKS_GHZ[match.group(1)] * 1e9, f"Apple {match.group(1)} published performance-core clock")
+        chip = match.group(1)
+        return Sourced(_APPLE_CLOCKS_GHZ[chip] * 1e9, f"Apple {chip} published performance-core clock")
     return None
 
 

@@ -49,6 +49,15 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds / (365.25 * 86400):.3g} years"
 
 
+def format_fraction(fraction: float | None) -> str:
+    """A fraction of peak as a percentage with enough digits to be non-zero: '87.3%', '0.0134%'."""
+    if fraction is None or not math.isfinite(fraction):
+        return "-"
+    if fraction == 0 or fraction >= 0.001:
+        return f"{fraction:.1%}"
+    return f"{fraction * 100:.3g}%"
+
+
 @dataclass
 class Timing:
     """What benchmark() measured: per-call seconds of every sample, the first call apart, and the roofs."""
@@ -141,7 +150,7 @@ class Timing:
         if self.gbps is not None:
             cells.append(("GB/s", f"{self.gbps:,.3g}"))
         if self.fraction_of_peak is not None:
-            cells.append(("of peak", f"{self.fraction_of_peak:.1%}"))
+            cells.append(("of peak", format_fraction(self.fraction_of_peak)))
         cells.append(("samples", f"{len(self.samples)} x {self.number}"))
         return cells
 
@@ -308,7 +317,7 @@ class Comparison:
                 "speed-up": f"{self.baseline.median / t.median:,.3g}x",
                 "GFLOP/s": f"{t.gflops:,.3g}" if t.gflops is not None else "",
                 "GB/s": f"{t.gbps:,.3g}" if t.gbps is not None else "",
-                "of peak": f"{t.fraction_of_peak:.1%}" if t.fraction_of_peak is not None else "",
+                "of peak": format_fraction(t.fraction_of_peak) if t.fraction_of_peak is not None else "",
             })
         keep = [k for k in out[0] if any(r[k] for r in out)]
         return [{k: r[k] for k in keep} for r in out]

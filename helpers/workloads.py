@@ -32,7 +32,7 @@ def matmul_loops(a: list[list[float]], b: list[list[float]]) -> list[list[float]
 
 def axpby_loops(alpha: float, x: list[float], beta: float, y: list[float]) -> list[float]:
     """z = alpha*x + beta*y, one element at a time: 3 FLOPs per element, 3 numbers moved."""
-    return [alpha * xi + beta * yi for xi, yi in zip(x, y)]
+    return [alpha * xi + beta * yi for xi, yi in zip(x, y, strict=True)]
 
 
 def axpby(alpha: float, x: Any, beta: float, y: Any) -> Any:
