@@ -9,9 +9,10 @@
 
 from .backend import BackendUnavailable, array_module, backends, sync, to_backend, to_numpy
 from .hardware import hardware
+from .notice import accelerator_backend
 from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
 
 __all__ = [
-    "BackendUnavailable", "NoisyTimingWarning", "Timing", "array_module", "backends", "benchmark", "compare",
+    "BackendUnavailable", "NoisyTimingWarning", "Timing", "accelerator_backend", "array_module", "backends", "benchmark", "compare",
     "format_fraction", "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
 ]
