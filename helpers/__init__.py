@@ -13,6 +13,19 @@ from .notice import accelerator_backend
 from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
 
 __all__ = [
-    "BackendUnavailable", "NoisyTimingWarning", "Timing", "accelerator_backend", "array_module", "backends", "benchmark", "compare",
-    "format_fraction", "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
+    "BackendUnavailable", "NoisyTimingWarning", "Timing", "accelerator_backend", "array_module", "backends",
+    "benchmark", "compare", "format_fraction", "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
 ]
+
+#: Submodules reachable as `h.<name>` without importing them up front: plotly and ipywidgets are slow to
+#: import (seconds on a small machine) and the command line never needs them.
+_LAZY = ("checks", "lessons", "plots", "project", "specs", "threads", "widgets", "workloads")
+
+
+def __getattr__(name: str) -> object:
+    """Import `h.plots`, `h.widgets`, `h.checks`, ... on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

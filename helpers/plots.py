@@ -1,0 +1,551 @@
+"""Plotly figures for the series: speed-up bars, log-log scaling, rooflines, and roofline predictions.
+
+Every function returns a `go.Figure`; the notebook displays it. All figures share one small template and one
+colour per backend, so "numpy" is the same blue in every chapter. Roofs always say where they came from
+(estimated from a formula, measured here, or published by the vendor), and predictions are drawn as hollow
+markers so they can never be mistaken for measurements.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from numbers import Real
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from . import specs
+from .cpu import CPUInfo
+from .hardware import Hardware, Peak, where_we_run
+from .timing import Comparison, Timing, format_fraction, format_seconds
+
+# --------------------------------------------------------------------------------------------------------------
+# Renderer: figures must show offline (Binder, a laptop on a train), so never a CDN-loading renderer.
+
+
+def use_offline_renderer() -> str:
+    """Pick a plotly renderer that needs no network, unless the user chose one with PLOTLY_RENDERER; returns it."""
+    if os.environ.get("PLOTLY_RENDERER"):
+        return pio.renderers.default  # plotly already applied the user's explicit choice at import: keep it
+    if where_we_run() == "Colab":
+        # Colab's front end has no renderer for plotly's own mimetype: a figure shown that way is an empty
+        # cell. The 'colab' renderer emits self-contained HTML that Colab can display (Colab is online anyway).
+        pio.renderers.default = "colab"
+    else:
+        # JupyterLab, Notebook 7 and VS Code render this mimetype with the plotly.js bundled in their
+        # extension: no CDN, and the notebook stays small (the 'notebook' renderer embeds 4 MB of JS per file).
+        pio.renderers.default = "plotly_mimetype"
+    return pio.renderers.default
+
+
+use_offline_renderer()
+
+# --------------------------------------------------------------------------------------------------------------
+# Styling, defined once.
+
+#: One colour per backend in every figure of the series (Okabe-Ito, readable by colour-blind learners).
+BACKEND_COLOURS: dict[str, str] = {
+    "python": "#E69F00",  # orange: Python loops
+    "numpy": "#0072B2",  # blue
+    "jax": "#009E73",  # green
+    "cupy": "#CC79A7",  # purple
+}
+#: Aliases learners use as labels for the same backends.
+_ALIASES = {"loops": "python", "python loops": "python", "np": "numpy", "jnp": "jax", "cp": "cupy"}
+OTHER_COLOURS = ("#56B4E9", "#D55E00", "#F0E442", "#000000", "#999999")
+ROOF_COLOUR = "#333333"
+PREDICTION_COLOUR = "#D55E00"
+REFERENCE_COLOUR = "#8C8C8C"
+
+_AXIS = dict(showgrid=True, gridcolor="#E6E6E6", zeroline=False, showline=True, linecolor="#444444", ticks="outside",
+             mirror=False, title=dict(standoff=8))
+TEMPLATE = go.layout.Template(
+    layout=dict(
+        font=dict(family="Helvetica Neue, Helvetica, Arial, sans-serif", size=14, color="#222222"),
+        title=dict(font=dict(size=17), x=0.02, xanchor="left"),
+        paper_bgcolor="white", plot_bgcolor="white",
+        colorway=list(BACKEND_COLOURS.values()) + list(OTHER_COLOURS),
+        xaxis=_AXIS, yaxis=_AXIS,
+        legend=dict(bgcolor="rgba(255,255,255,0.85)", bordercolor="#DDDDDD", borderwidth=1, font=dict(size=12)),
+        hoverlabel=dict(font=dict(size=13), bgcolor="white"),
+        margin=dict(l=70, r=30, t=60, b=60),
+    )
+)
+pio.templates["loops_to_tpus"] = TEMPLATE  # registered by name for learners' own figures; never made the default
+
+
+def colour(name: str | None) -> str:
+    """The series colour of a backend ('numpy', 'loops', ...) or of a label that names one ('numpy float32')."""
+    key = (name or "").strip().lower()
+    key = _ALIASES.get(key, key)
+    if key in BACKEND_COLOURS:
+        return BACKEND_COLOURS[key]
+    for word in key.replace("(", " ").replace(")", " ").replace(",", " ").split():
+        word = _ALIASES.get(word, word)
+        if word in BACKEND_COLOURS:
+            return BACKEND_COLOURS[word]
+    return OTHER_COLOURS[sum(map(ord, key)) % len(OTHER_COLOURS)]
+
+
+def _figure(title: str | None, height: int = 460) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(template=TEMPLATE, title=dict(text=title) if title else None, height=height)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Input normalisation.
+
+Timings = Comparison | Mapping[str, Timing] | Iterable[Timing]
+
+
+def _labelled(timings: Timings, allow_empty: bool = False) -> list[tuple[str, Timing]]:
+    """(label, Timing) pairs from a Comparison, a dict label -> Timing, or a list; labels made unique."""
+    if isinstance(timings, Comparison):
+        pairs = [(t.label, t) for t in timings.timings]
+    elif isinstance(timings, Mapping):
+        pairs = [(str(k), t) for k, t in timings.items()]
+    elif isinstance(timings, Timing):
+        pairs = [(timings.label, timings)]
+    else:
+        pairs = [(getattr(t, "label", ""), t) for t in timings]
+    for label, t in pairs:
+        if not isinstance(t, Timing):
+            raise TypeError(f"expected Timing results from helpers.benchmark(); {label!r} is {type(t).__name__}")
+    if not pairs and not allow_empty:
+        raise ValueError("no timings to plot: pass a Comparison, a dict label -> Timing, or a list of Timing")
+    seen: dict[str, int] = {}
+    out = []
+    for label, t in pairs:
+        seen[label] = seen.get(label, 0) + 1
+        out.append((label if seen[label] == 1 else f"{label} ({seen[label]})", t))
+    return out
+
+
+def _format_speedup(s: float) -> str:
+    return f"{s:,.0f}x" if s >= 100 else f"{s:.3g}x"
+
+
+def _format_flops(flops_per_s: float) -> str:
+    for unit, scale in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("MFLOP/s", 1e6)):
+        if flops_per_s >= scale:
+            return f"{flops_per_s / scale:,.3g} {unit}"
+    return f"{flops_per_s:,.3g} FLOP/s"
+
+
+def _rate_lines(t: Timing) -> list[str]:
+    lines = []
+    if t.gflops is not None:
+        lines.append(f"{t.gflops:,.3g} GFLOP/s")
+    if t.gbps is not None:
+        lines.append(f"{t.gbps:,.3g} GB/s")
+    if t.fraction_of_peak is not None and t.peak is not None:
+        lines.append(f"{format_fraction(t.fraction_of_peak)} of peak ({escape(t.peak.source)})")
+    return lines
+
+
+def _log_range(values: Iterable[float], pad: float = 0.25) -> list[float]:
+    logs = [math.log10(v) for v in values if v and v > 0 and math.isfinite(v)]
+    lo, hi = min(logs), max(logs)
+    return [lo - pad, hi + pad]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Speed-ups.
+
+
+def speedup_bars(timings: Timings, horizontal: bool = True, title: str | None = None) -> go.Figure:
+    """Bars of speed-up over the first timing on a log axis: one picture for "how many times faster"."""
+    pairs = _labelled(timings)
+    base_label, base = pairs[0]
+    speedups = [base.median / t.median for _, t in pairs]
+    labels = [label for label, _ in pairs]
+    text = [f"{_format_speedup(s)} · {format_seconds(t.median)}" for s, (_, t) in zip(speedups, pairs, strict=True)]
+    hover = []
+    for (label, t), s in zip(pairs, speedups, strict=True):
+        lines = [f"<b>{escape(label)}</b> [{escape(t.backend)}]", f"median {format_seconds(t.median)}",
+                 f"{_format_speedup(s)} the speed of {escape(base_label)}", *_rate_lines(t)]
+        hover.append("<br>".join(lines))
+    bar = go.Bar(
+        x=speedups if horizontal else labels, y=labels if horizontal else speedups,
+        orientation="h" if horizontal else "v",
+        marker=dict(color=[colour(t.backend) for _, t in pairs], line=dict(width=0)),
+        text=text, textposition="outside", cliponaxis=False, name="speed-up",
+        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+    )
+    fig = _figure(title or f"Speed-up over {base_label} (median times)", height=max(300, 80 + 60 * len(pairs)))
+    fig.add_trace(bar)
+    lo, hi = _log_range([*speedups, 1.0], pad=0)
+    # Bars on a log axis start at the axis edge: start it half a decade below the slowest, so the baseline
+    # (1x) still shows as a bar, and leave room on the right for the text outside the bars.
+    value_axis = dict(type="log", title=dict(text=f"speed-up over {base_label} (log scale)"),
+                      range=[lo - 0.5, hi + 0.9])
+    label_axis = dict(type="category", title=None, showgrid=False)
+    if horizontal:
+        fig.update_layout(xaxis=value_axis, yaxis=dict(label_axis, autorange="reversed"))
+    else:
+        fig.update_layout(yaxis=value_axis, xaxis=label_axis)
+    fig.update_layout(showlegend=False)
+    return fig
+
+
+def gflops_bars(timings: Timings, title: str | None = None) -> go.Figure:
+    """Bars of achieved GFLOP/s on a log axis, each with its fraction of peak: how close each backend gets."""
+    pairs = _labelled(timings)
+    for label, t in pairs:
+        if t.gflops is None:
+            raise ValueError(f"{label!r} has no FLOP count: pass flops= to helpers.benchmark() to plot GFLOP/s")
+    values = [t.gflops for _, t in pairs]
+    text = []
+    for _, t in pairs:
+        frac = f"<br>{format_fraction(t.fraction_of_peak)} of peak" if t.fraction_of_peak is not None else ""
+        text.append(f"{t.gflops:,.3g} GFLOP/s{frac}")
+    hover = ["<br>".join([f"<b>{escape(label)}</b> [{escape(t.backend)}, {escape(t.dtype or '?')}]",
+                          f"median {format_seconds(t.median)}", *_rate_lines(t)]) for label, t in pairs]
+    fig = _figure(title or "Achieved GFLOP/s (median time)", height=380)
+    fig.add_trace(go.Bar(x=[label for label, _ in pairs], y=values, text=text, textposition="outside",
+                         cliponaxis=False, marker=dict(color=[colour(t.backend) for _, t in pairs]),
+                         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="GFLOP/s"))
+    lo, hi = _log_range(values)
+    fig.update_layout(showlegend=False, xaxis=dict(type="category", showgrid=False),
+                      yaxis=dict(type="log", title=dict(text="GFLOP/s (log scale)"), range=[lo - 0.5, hi + 0.7]))
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Scaling.
+
+_SUPERSCRIPTS = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
+
+
+def power_label(k: float) -> str:
+    """'∝ n³' for k=3, '∝ n' for k=1, '∝ n^1.5' for fractional k: the name of a reference slope."""
+    if float(k) == 1:
+        return "∝ n"
+    if float(k).is_integer():
+        return "∝ n" + str(int(k)).translate(_SUPERSCRIPTS)
+    return f"∝ n^{k:g}"
+
+
+def _series_points(label: str, data: Any) -> tuple[np.ndarray, np.ndarray, list[Timing] | None]:
+    if isinstance(data, tuple) and len(data) == 2 and not isinstance(data[0], Timing):
+        sizes, seconds = (np.asarray(v, dtype=float).ravel() for v in data)
+        if len(sizes) != len(seconds):
+            raise ValueError(f"series {label!r}: {len(sizes)} sizes but {len(seconds)} times")
+        timings = None
+    else:
+        timings = list(data)
+        for t in timings:
+            if not isinstance(t, Timing):
+                raise TypeError(f"series {label!r} must be a list of Timing or a (sizes, seconds) tuple; "
+                                f"found {type(t).__name__}")
+            if t.n is None:
+                raise ValueError(f"series {label!r}: timing {t.label!r} has no size; pass n= to helpers.benchmark()")
+        sizes = np.array([t.n for t in timings], dtype=float)
+        seconds = np.array([t.median for t in timings], dtype=float)
+    if len(sizes) == 0:
+        raise ValueError(f"series {label!r} is empty")
+    if np.any(~np.isfinite(sizes)) or np.any(sizes <= 0) or np.any(~np.isfinite(seconds)) or np.any(seconds <= 0):
+        raise ValueError(f"series {label!r}: sizes and times must be positive numbers for a log-log plot")
+    order = np.argsort(sizes, kind="stable")
+    return sizes[order], seconds[order], [timings[i] for i in order] if timings is not None else None
+
+
+def scaling(
+    series: Mapping[str, Any],
+    slopes: Sequence[float] = (1, 2, 3),
+    error_bars: bool = True,
+    anchor: str | None = None,
+    title: str | None = None,
+    x_title: str = "problem size n",
+) -> go.Figure:
+    """Log-log median time against size n, with dashed time ∝ n^k guides: the slope tells the algorithm's cost.
+
+    series: label -> list of Timing (each with .n) or label -> (sizes, seconds). The reference lines pass
+    through the largest-n point of the `anchor` series (default: the first), where overheads matter least.
+    """
+    if not isinstance(series, Mapping) or not series:
+        raise ValueError("scaling() needs a dict: label -> list of Timing (with n=) or label -> (sizes, seconds)")
+    points = {str(label): _series_points(str(label), data) for label, data in series.items()}
+    if anchor is not None and anchor not in points:
+        raise ValueError(f"anchor {anchor!r} is not a series; series: {', '.join(points)}")
+    fig = _figure(title or "Time against problem size (log-log)")
+    for label, (sizes, seconds, timings) in points.items():
+        backend = timings[0].backend if timings else label
+        error_y = None
+        custom = [[format_seconds(s), ""] for s in seconds]
+        if timings:
+            q25 = np.array([np.percentile(t.samples, 25) for t in timings])
+            q75 = np.array([np.percentile(t.samples, 75) for t in timings])
+            if error_bars:
+                error_y = dict(type="data", symmetric=False, array=np.maximum(q75 - seconds, 0),
+                               arrayminus=np.maximum(seconds - q25, 0), thickness=1.2, width=4)
+            custom = [[format_seconds(t.median), f"<br>{t.gflops:,.3g} GFLOP/s" if t.gflops else ""]
+                      for t in timings]
+        fig.add_trace(go.Scatter(
+            x=sizes, y=seconds, mode="lines+markers", name=label, error_y=error_y, customdata=custom,
+            line=dict(color=colour(backend), width=2), marker=dict(size=8, color=colour(backend)),
+            hovertemplate=f"<b>{escape(label)}</b><br>n = %{{x:,}}<br>median %{{customdata[0]}}%{{customdata[1]}}"
+                          "<extra></extra>",
+        ))
+    all_sizes = np.concatenate([p[0] for p in points.values()])
+    x0, x1 = float(all_sizes.min()), float(all_sizes.max())
+    ref_sizes, ref_seconds, _ = points[anchor or next(iter(points))]
+    n_anchor, t_anchor = float(ref_sizes[-1]), float(ref_seconds[-1])
+    all_seconds = np.concatenate([p[1] for p in points.values()])
+    y_range = _log_range(all_seconds, pad=0.4)
+    y_lo, y_hi = 10 ** y_range[0], 10 ** y_range[1]
+    dashes = ("dash", "dot", "dashdot", "longdash", "longdashdot")
+    for i, k in enumerate(slopes):
+        start, end = x0, x1
+        if float(k) > 0:  # clip to the visible times, so the line's label (at its left end) stays in view
+            start = max(x0, n_anchor * (y_lo / t_anchor) ** (1 / float(k)))
+            end = min(x1, n_anchor * (y_hi / t_anchor) ** (1 / float(k)))
+        xs = np.array([min(start, n_anchor), max(end, n_anchor)])
+        ys = t_anchor * (xs / n_anchor) ** float(k)
+        name = power_label(k)
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines+text", name=f"{name} (reference)", text=[name, ""], textposition="top right",
+            textfont=dict(color=REFERENCE_COLOUR, size=13), line=dict(color=REFERENCE_COLOUR, width=1.3,
+                                                                      dash=dashes[i % len(dashes)]),
+            hovertemplate=f"time {escape(name)}, through n = {n_anchor:,.0f}<extra></extra>",
+        ))
+    fig.update_layout(
+        xaxis=dict(type="log", title=dict(text=x_title)),
+        yaxis=dict(type="log", title=dict(text="time per call (median)"), exponentformat="SI", ticksuffix="s",
+                   range=y_range),
+    )
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Roofline model.
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One compute roof: its dtype, FLOP/s, and where the number comes from."""
+
+    dtype: str  # "float32", "bfloat16", ... ("" for a Peak, which is already for one dtype)
+    flops: float  # FLOP/s
+    origin: str  # "estimated", "measured" or "published"
+    source: str
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """A device's roofline: one memory-bandwidth roof and one or more compute roofs (highest first)."""
+
+    device: str
+    bandwidth: float  # bytes/s
+    bandwidth_origin: str
+    bandwidth_source: str
+    compute: tuple[Roof, ...]
+    kind: str  # "cpu", "gpu", "tpu" or "" when unknown
+
+    @property
+    def dtypes(self) -> list[str]:
+        """The dtypes with a compute roof."""
+        return [r.dtype for r in self.compute]
+
+    def roof(self, dtype: str | None = None) -> Roof:
+        """The compute roof for `dtype` (None: the highest); a ValueError listing the dtypes on file otherwise."""
+        if dtype is None or (len(self.compute) == 1 and not self.compute[0].dtype):
+            return self.compute[0]
+        for r in self.compute:
+            if r.dtype == dtype:
+                return r
+        if self.kind == "tpu":  # as hardware.peak(): JAX runs float matmuls on a TPU through the bf16 MXUs
+            return self.compute[0]
+        raise ValueError(f"{self.device} has no {dtype} roof on file; available: {', '.join(self.dtypes)}")
+
+    def ridge(self, dtype: str | None = None) -> float:
+        """FLOP per byte where the compute roof meets the bandwidth roof: below it, memory limits speed."""
+        return self.roof(dtype).flops / self.bandwidth
+
+    def attainable(self, intensity: float, dtype: str | None = None) -> float:
+        """FLOP/s the roofline allows at `intensity` FLOP/byte: min(peak, intensity x bandwidth)."""
+        return min(self.roof(dtype).flops, intensity * self.bandwidth)
+
+
+Device = CPUInfo | Hardware | specs.DeviceSpec | Peak | str
+
+
+def _origin(source: str) -> str:
+    lowered = source.lower()
+    for origin in ("estimated", "measured", "published"):
+        if lowered.startswith(origin):
+            return origin
+    return ""
+
+
+def roofs(device: Device) -> Roofs:
+    """The roofs of a CPUInfo (or Hardware: its CPU), a published DeviceSpec (or its name), or a Peak."""
+    if isinstance(device, Hardware):
+        device = device.cpu
+    if isinstance(device, str):
+        device = specs.get(device)
+    if isinstance(device, CPUInfo):
+        bw = float(device.peak_bandwidth.value)
+        compute = (Roof("float32", device.peak_fp32, "estimated", f"estimated: {device.formula()}"),
+                   Roof("float64", device.peak_fp64, "estimated", "estimated: half the fp32 SIMD lanes"))
+        return Roofs(f"CPU: {device.model}", bw, _origin(device.peak_bandwidth.source) or "measured",
+                     device.peak_bandwidth.source, compute, "cpu")
+    if isinstance(device, specs.DeviceSpec):
+        src = f"published: {device.source}"
+        compute = tuple(Roof(d, v, "published", src)
+                        for d, v in sorted(device.peak_flops.items(), key=lambda kv: -kv[1]))
+        return Roofs(device.name, float(device.peak_bandwidth), "published", src, compute, device.kind)
+    if isinstance(device, Peak):
+        if not device.flops or not device.bandwidth:
+            raise ValueError(f"no roofline for {device.device}: {device.source}")
+        cpu = device.device.startswith("CPU")
+        bw_origin = "measured" if cpu else _origin(device.source)
+        bw_source = "measured here (see hardware())" if cpu else device.source
+        return Roofs(device.device, float(device.bandwidth), bw_origin, bw_source,
+                     (Roof("", float(device.flops), _origin(device.source), device.source),), "cpu" if cpu else "")
+    raise TypeError("roofline needs a CPUInfo, Hardware, specs.DeviceSpec, Peak or spec name; "
+                    f"got {type(device).__name__}")
+
+
+def attainable(device: Device, intensity: float, dtype: str = "float32") -> float:
+    """FLOP/s the roofline model allows at `intensity` FLOP/byte on `device`: min(peak, intensity x bandwidth)."""
+    if isinstance(intensity, bool) or not isinstance(intensity, Real) or not intensity > 0:
+        raise ValueError(f"intensity (FLOP per byte) must be a positive number, got {intensity!r}")
+    return roofs(device).attainable(float(intensity), dtype)
+
+
+def predict_time(spec_or_peak: Device, flops: float, bytes: float, dtype: str = "float32") -> float:  # noqa: A002
+    """Seconds the roofline model predicts: max(flops / peak FLOP/s, bytes / bandwidth); the slower side wins."""
+    for name, value in (("flops", flops), ("bytes", bytes)):
+        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    r = roofs(spec_or_peak)
+    return max(float(flops) / r.roof(dtype).flops, float(bytes) / r.bandwidth)
+
+
+def _short_dtype(dtype: str) -> str:
+    return {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, dtype)
+
+
+def roofline(
+    device: Device,
+    timings: Timings = (),
+    title: str | None = None,
+    predictions: Iterable[tuple[Any, ...]] = (),
+    dtype: str = "float32",
+) -> go.Figure:
+    """Log-log roofline (GFLOP/s against FLOP/byte) with measured points and hollow predicted ones.
+
+    The roof min(peak, intensity x bandwidth) is the fastest any code can go at that intensity; a point far
+    below it leaves speed on the table. predictions: (label, intensity) or (label, intensity, dtype) pairs, drawn
+    on the roof as hollow markers: what the model predicts, never a measurement.
+    """
+    r = roofs(device)
+    pairs = _labelled(timings, allow_empty=True)
+    for label, t in pairs:
+        if t.intensity is None:
+            raise ValueError(f"{label!r} has no arithmetic intensity: pass both flops= and bytes= "
+                             "to helpers.benchmark()")
+    preds = []
+    for p in predictions:
+        if not isinstance(p, (tuple, list)) or len(p) not in (2, 3):
+            raise ValueError(f"a prediction is (label, intensity) or (label, intensity, dtype); got {p!r}")
+        label, intensity, pdtype = (*p, dtype) if len(p) == 2 else p
+        if isinstance(intensity, bool) or not isinstance(intensity, Real) or not intensity > 0:
+            raise ValueError(f"prediction {label!r}: intensity must be a positive number, got {intensity!r}")
+        preds.append((str(label), float(intensity), r.roof(pdtype), r.attainable(float(intensity), pdtype)))
+
+    ridges = [c.flops / r.bandwidth for c in r.compute]
+    xs_known = ridges + [t.intensity for _, t in pairs] + [p[1] for p in preds]
+    x_lo, x_hi = min(xs_known) / 30, max(xs_known) * 30
+    published = r.bandwidth_origin == "published" and all(c.origin == "published" for c in r.compute)
+    default_title = f"Roofline of {r.device}" + (" (published spec)" if published else "")
+    fig = _figure(title or default_title, height=560 + 18 * len(r.compute))
+
+    # Memory roof: the slanted line, up to the highest ridge (beyond it every compute roof is lower).
+    bw_x = np.array([x_lo, max(ridges)])
+    origin = {"measured": "measured here", "published": "published"}.get(r.bandwidth_origin, r.bandwidth_origin)
+    fig.add_trace(go.Scatter(
+        x=bw_x, y=bw_x * r.bandwidth / 1e9, mode="lines", line=dict(color=ROOF_COLOUR, width=2.5),
+        name=f"memory {r.bandwidth / 1e9:,.3g} GB/s ({origin})", legendgroup="roofs",
+        hovertemplate=f"memory roof: {r.bandwidth / 1e9:,.3g} GB/s x intensity<br>%{{x:.3g}} FLOP/B -> "
+                      f"%{{y:,.4g}} GFLOP/s<br>{escape(r.bandwidth_source)}<extra></extra>",
+    ))
+    dashes = ("solid", "dash", "dot", "dashdot", "longdash")
+    for i, (c, ridge) in enumerate(zip(r.compute, ridges, strict=True)):
+        name = f"{_short_dtype(c.dtype)} peak" if c.dtype else "peak"
+        fig.add_trace(go.Scatter(
+            x=[ridge, x_hi], y=[c.flops / 1e9] * 2, mode="lines", legendgroup="roofs",
+            line=dict(color=ROOF_COLOUR, width=2.5 if i == 0 else 1.8, dash=dashes[i % len(dashes)]),
+            name=f"{name} {_format_flops(c.flops)} ({c.origin or 'source below'})",
+            hovertemplate=f"{escape(name)}: {_format_flops(c.flops)}<br>{escape(c.source)}<extra></extra>",
+        ))
+    fig.add_trace(go.Scatter(
+        x=ridges, y=[c.flops / 1e9 for c in r.compute], mode="markers+text", name="ridge point", legendgroup="roofs",
+        marker=dict(symbol="diamond", size=9, color=ROOF_COLOUR),
+        text=[f"ridge {x:.3g} FLOP/B" for x in ridges], textposition="top left", textfont=dict(size=11),
+        hovertemplate="ridge: %{x:.3g} FLOP/B<br>below it memory limits speed, above it compute does<extra></extra>",
+    ))
+
+    for backend in dict.fromkeys(t.backend for _, t in pairs):
+        group = [(label, t) for label, t in pairs if t.backend == backend]
+        hover = []
+        for label, t in group:
+            roof_here = r.attainable(t.intensity, t.dtype if t.dtype in r.dtypes else None)
+            hover.append("<br>".join([f"<b>{escape(label)}</b> [{escape(backend)}, {escape(t.dtype or '?')}]",
+                                      f"{t.intensity:.3g} FLOP/B, {t.gflops:,.4g} GFLOP/s (measured)",
+                                      f"{format_fraction(t.gflops * 1e9 / roof_here)} of the roof at this intensity",
+                                      f"median {format_seconds(t.median)}"]))
+        fig.add_trace(go.Scatter(
+            x=[t.intensity for _, t in group], y=[t.gflops for _, t in group], mode="markers+text",
+            name=f"measured: {backend}", text=[label for label, _ in group], textposition="bottom center",
+            marker=dict(symbol="circle", size=12, color=colour(backend), line=dict(color="white", width=1)),
+            hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        ))
+    if preds:
+        peak_origins = sorted({c.origin or "unknown" for _, _, c, _ in preds})
+        if set(peak_origins) == {"published"} and r.bandwidth_origin == "published":
+            what = "published specs"
+        else:
+            what = f"{'/'.join(peak_origins)} peak, {r.bandwidth_origin or 'unknown'} bandwidth"
+        fig.add_trace(go.Scatter(
+            x=[i for _, i, _, _ in preds], y=[flops / 1e9 for _, _, _, flops in preds],
+            mode="markers+text", name=f"prediction (from {what})",
+            text=[f"{label} (predicted)" for label, _, _, _ in preds],
+            textposition="middle right", textfont=dict(color=PREDICTION_COLOUR, size=12),
+            marker=dict(symbol="circle-open", size=14, color=PREDICTION_COLOUR, line=dict(width=2.5)),
+            hovertext=[f"<b>{escape(label)}</b>: predicted, not measured<br>{i:.3g} FLOP/B -> at most "
+                       f"{_format_flops(flops)} on the {_short_dtype(c.dtype) or ''} roof"
+                       for label, i, c, flops in preds],
+            hovertemplate="%{hovertext}<extra></extra>",
+        ))
+
+    notes = [f"memory bandwidth: {r.bandwidth_source}"]
+    notes += [f"{_short_dtype(c.dtype) + ' ' if c.dtype else ''}peak: {c.source}" for c in r.compute]
+    if published:
+        notes.append("published figures: not measured on this machine")
+    y_vals = [c.flops / 1e9 for c in r.compute] + [x_lo * r.bandwidth / 1e9] + [t.gflops for _, t in pairs]
+    fig.add_annotation(text="<br>".join(escape(n) for n in notes), xref="paper", yref="paper", x=0, y=0,
+                       yshift=-60, xanchor="left", yanchor="top", showarrow=False, align="left",
+                       font=dict(size=11, color="#555555"))
+    fig.update_layout(
+        xaxis=dict(type="log", title=dict(text="arithmetic intensity (FLOP per byte)"),
+                   range=[math.log10(x_lo), math.log10(x_hi)]),
+        yaxis=dict(type="log", title=dict(text="GFLOP/s"), range=_log_range(y_vals, pad=0.35)),
+        legend=dict(x=0.99, xanchor="right", y=0.02, yanchor="bottom"),
+        margin=dict(b=110 + 16 * len(notes)),
+    )
+    return fig
+
+
+__all__ = [
+    "BACKEND_COLOURS", "TEMPLATE", "Roof", "Roofs", "attainable", "colour", "gflops_bars", "power_label",
+    "predict_time", "roofline", "roofs", "scaling", "speedup_bars", "use_offline_renderer",
+]

@@ -1,0 +1,267 @@
+"""helpers.plots: roofline arithmetic, predictions, and what the figures contain (built from fixed Timings)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from helpers import plots, specs
+from helpers.cpu import CPUInfo, Sourced
+from helpers.hardware import Peak
+from helpers.timing import Timing, compare
+
+T4 = specs.get("NVIDIA T4")
+
+
+@pytest.fixture
+def cpu() -> CPUInfo:
+    """2 cores x 2.5 GHz x 2 FMA x 8 lanes x 2 = 160 GFLOP/s fp32, 80 fp64; 20 GB/s: ridges at 8 and 4 FLOP/B."""
+    return CPUInfo(
+        model="Test CPU", arch="x86_64", logical_cpus=2, cores=Sourced(2, "test"), simd="AVX2", simd_bits=256,
+        fma_units=Sourced(2, "test"), clock_hz=Sourced(2.5e9, "test"), nominal_clock_hz=None,
+        peak_bandwidth=Sourced(20e9, "measured here: test copy"),
+    )
+
+
+PEAK = Peak("CPU (2 cores)", 160e9, 20e9, "estimated: test formula")
+
+
+def timing(label: str, backend: str, median: float, flops: float | None = None, nbytes: float | None = None,
+           n: int | None = None, peak: Peak | None = PEAK, dtype: str = "float32") -> Timing:
+    samples = np.array([0.9, 0.95, 1.0, 1.05, 1.2]) * median
+    return Timing(label, backend, dtype, samples=samples, number=1, compile_time=median, flops=flops,
+                  bytes=nbytes, peak=peak, n=n)
+
+
+def trace(fig: go.Figure, prefix: str) -> go.Scatter:
+    found = [t for t in fig.data if t.name and t.name.startswith(prefix)]
+    assert len(found) == 1, [t.name for t in fig.data]
+    return found[0]
+
+
+# --- roofline model -------------------------------------------------------------------------------------------
+
+
+def test_attainable_below_and_above_the_ridge(cpu):
+    assert plots.roofs(cpu).ridge("float32") == pytest.approx(8.0)
+    assert plots.roofs(cpu).ridge("float64") == pytest.approx(4.0)
+    assert plots.attainable(cpu, 1.0) == pytest.approx(20e9)  # memory-bound: intensity x bandwidth
+    assert plots.attainable(cpu, 4.0) == pytest.approx(80e9)
+    assert plots.attainable(cpu, 8.0) == pytest.approx(160e9)  # the ridge
+    assert plots.attainable(cpu, 100.0) == pytest.approx(160e9)  # compute-bound: the peak
+    assert plots.attainable(cpu, 2.0, "float64") == pytest.approx(40e9)
+    assert plots.attainable(cpu, 100.0, "float64") == pytest.approx(80e9)
+    assert plots.attainable(T4, 0.25) == pytest.approx(80e9)
+    assert plots.attainable(T4, 1000.0, "float16") == pytest.approx(65e12)
+
+
+def test_predict_time_against_hand_computed_t4_numbers():
+    n = 4096
+    matmul_flops, matmul_bytes = 2 * n**3, 3 * n * n * 4  # 137,438,953,472 FLOP; 201,326,592 bytes
+    # compute side 137438953472 / 8.1e12 = 0.016968 s beats memory side 201326592 / 320e9 = 0.000629 s
+    assert plots.predict_time(T4, matmul_flops, matmul_bytes) == pytest.approx(0.0169677720, rel=1e-8)
+    # fp16 tensor cores: 137438953472 / 65e12 = 0.0021144 s
+    assert plots.predict_time(T4, matmul_flops, 3 * n * n * 2, dtype="float16") == pytest.approx(0.00211444544,
+                                                                                                 rel=1e-8)
+    # axpby on 1e8 fp32 elements: 3e8 FLOP / 8.1e12 = 37 µs, but 1.2e9 bytes / 320e9 = 3.75 ms: memory-bound
+    assert plots.predict_time(T4, 3e8, 1.2e9) == pytest.approx(3.75e-3)
+    assert plots.predict_time("T4", 3e8, 1.2e9) == plots.predict_time(T4, 3e8, 1.2e9)
+    assert plots.predict_time(Peak("x", 1e12, 1e11, "published: x"), 1e12, 1e9) == pytest.approx(1.0)
+    assert plots.predict_time(specs.get("TPU v5e"), 197e12, 0) == pytest.approx(1.0)  # float32 runs on bf16 MXUs
+    assert plots.predict_time(T4, 0, 0) == 0.0
+
+
+def test_predict_time_rejects_what_it_cannot_know():
+    with pytest.raises(ValueError, match="no float64 roof.*float32"):
+        plots.predict_time(T4, 1e9, 1e9, dtype="float64")
+    with pytest.raises(ValueError, match="non-negative"):
+        plots.predict_time(T4, -1, 1e9)
+    with pytest.raises(ValueError, match="no roofline"):
+        plots.predict_time(Peak("GPU", None, None, "no published peaks on file for GPU"), 1, 1)
+    with pytest.raises(TypeError):
+        plots.predict_time(3.0, 1, 1)
+
+
+# --- roofline figure ------------------------------------------------------------------------------------------
+
+
+def test_cpu_roofline_draws_both_roofs_the_ridge_and_the_points(cpu):
+    axpby = timing("axpby", "numpy", 1e-3, flops=3e6, nbytes=12e6)  # 0.25 FLOP/B, 3 GFLOP/s
+    matmul = timing("matmul 512", "numpy", 4e-3, flops=2 * 512**3, nbytes=3 * 512**2 * 4)
+    fig = plots.roofline(cpu, [axpby, matmul])
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+
+    memory = trace(fig, "memory")
+    assert "measured here" in memory.name
+    x, y = np.asarray(memory.x), np.asarray(memory.y)
+    assert np.allclose(y, x * 20e9 / 1e9)  # GFLOP/s = intensity x GB/s
+    assert x[-1] == pytest.approx(8.0) and y[-1] == pytest.approx(160.0)  # ends at the highest ridge
+
+    fp32, fp64 = trace(fig, "fp32 peak"), trace(fig, "fp64 peak")
+    assert list(fp32.y) == pytest.approx([160.0, 160.0]) and fp32.x[0] == pytest.approx(8.0)
+    assert list(fp64.y) == pytest.approx([80.0, 80.0]) and fp64.x[0] == pytest.approx(4.0)
+    assert "estimated" in fp32.name and "estimated" in fp64.name
+    assert fp32.line.dash != fp64.line.dash
+
+    ridge = trace(fig, "ridge")
+    assert list(ridge.x) == pytest.approx([8.0, 4.0])
+    assert any("ridge 8 FLOP/B" in text for text in ridge.text)
+
+    points = trace(fig, "measured: numpy")
+    assert list(points.x) == pytest.approx([0.25, 2 * 512 / 12])
+    assert list(points.y) == pytest.approx([axpby.gflops, matmul.gflops])
+    assert list(points.text) == ["axpby", "matmul 512"]
+    sources = fig.layout.annotations[0].text
+    assert "2 cores x 2.50 GHz" in sources and "measured here: test copy" in sources
+
+
+def test_spec_roofline_says_published_and_where_from():
+    fig = plots.roofline(T4)
+    assert "published spec" in fig.layout.title.text and "NVIDIA T4" in fig.layout.title.text
+    roofs = [t for t in fig.data if "peak" in (t.name or "")]
+    assert {t.y[0] for t in roofs} == {8100.0, 65000.0}
+    assert all("(published)" in t.name for t in roofs)
+    assert "NVIDIA T4 datasheet" in fig.layout.annotations[0].text
+    assert "not measured on this machine" in fig.layout.annotations[0].text
+
+
+def test_predictions_are_hollow_labelled_and_sit_on_the_roof():
+    measured = timing("numpy axpby", "numpy", 1e-3, flops=3e6, nbytes=12e6)
+    fig = plots.roofline(T4, [measured], predictions=[("axpby", 0.25), ("matmul fp16", 500, "float16")])
+    pred = trace(fig, "prediction")
+    assert pred.name == "prediction (from published specs)"
+    assert pred.marker.symbol.endswith("-open")
+    assert list(pred.y) == pytest.approx([80.0, 65000.0])  # 0.25 x 320 GB/s; the fp16 peak
+    assert all(text.endswith("(predicted)") for text in pred.text)
+    point = trace(fig, "measured")
+    assert not str(point.marker.symbol).endswith("-open")
+    assert "predicted" not in " ".join(point.text)
+    with pytest.raises(ValueError, match="intensity"):
+        plots.roofline(T4, predictions=[("bad", -1)])
+
+
+def test_cpu_predictions_do_not_claim_published_specs(cpu):
+    pred = trace(plots.roofline(cpu, predictions=[("x", 1.0)]), "prediction")
+    assert "published" not in pred.name and "estimated" in pred.name
+
+
+def test_roofline_of_a_peak_and_its_errors(cpu):
+    fig = plots.roofline(PEAK, {"mine": timing("t", "numpy", 1e-3, flops=1e6, nbytes=1e6)})
+    assert trace(fig, "peak").y[0] == pytest.approx(160.0)
+    assert list(trace(fig, "measured").text) == ["mine"]
+    with pytest.raises(ValueError, match="bytes="):
+        plots.roofline(cpu, [timing("no bytes", "numpy", 1e-3, flops=1e6)])
+    with pytest.raises(ValueError, match="no roofline"):
+        plots.roofline(Peak("GPU", None, None, "no published peaks on file"))
+
+
+# --- speed-ups ------------------------------------------------------------------------------------------------
+
+
+def test_speedup_bars_values_are_baseline_over_each_median():
+    loops = timing("loops", "python", 2.0, flops=2e6)
+    numpy = timing("numpy", "numpy", 1e-3, flops=2e6)
+    jax = timing("jax", "jax", 4e-4, flops=2e6, peak=None)
+    for given in ([loops, numpy, jax], {"loops": loops, "numpy": numpy, "jax": jax}, compare([loops, numpy, jax])):
+        fig = plots.speedup_bars(given)
+        bar = fig.data[0]
+        expected = [loops.median / t.median for t in (loops, numpy, jax)]
+        assert list(bar.x) == pytest.approx(expected)
+        assert list(bar.y) == ["loops", "numpy", "jax"]
+        assert fig.layout.xaxis.type == "log"
+    assert bar.text[1].startswith("2,000x") and "1 ms" in bar.text[1]
+    assert bar.text[0].startswith("1x")
+    assert list(bar.marker.color) == [plots.BACKEND_COLOURS[b] for b in ("python", "numpy", "jax")]
+    assert "GFLOP/s" in bar.hovertext[1] and "of peak" in bar.hovertext[1]
+    assert "of peak" not in bar.hovertext[2]  # no peak known: no fraction claimed
+    vertical = plots.speedup_bars([loops, numpy], horizontal=False)
+    assert list(vertical.data[0].y) == pytest.approx([1.0, 2000.0]) and vertical.layout.yaxis.type == "log"
+
+
+def test_speedup_bars_rejects_empty_and_foreign_input():
+    with pytest.raises(ValueError):
+        plots.speedup_bars([])
+    with pytest.raises(TypeError, match="Timing"):
+        plots.speedup_bars({"a": 1.0})
+
+
+def test_gflops_bars():
+    ts = [timing("numpy", "numpy", 1e-4, flops=2e6), timing("jax", "jax", 5e-5, flops=2e6, peak=None)]
+    fig = plots.gflops_bars(ts)
+    assert list(fig.data[0].y) == pytest.approx([20.0, 40.0])
+    assert fig.layout.yaxis.type == "log"
+    assert fig.data[0].text[0] == "20 GFLOP/s<br>12.5% of peak"  # of the 160 GFLOP/s roof
+    assert fig.data[0].text[1] == "40 GFLOP/s"  # no peak known: no fraction claimed
+    with pytest.raises(ValueError, match="flops="):
+        plots.gflops_bars([timing("x", "numpy", 1.0)])
+
+
+# --- scaling --------------------------------------------------------------------------------------------------
+
+
+def test_scaling_reference_slopes_go_through_the_anchor():
+    sizes = [64, 128, 256, 512]
+    numpy = [timing("numpy", "numpy", 1e-9 * n**3, n=n) for n in sizes]
+    fig = plots.scaling({"numpy": numpy, "loops": ([16, 32], [0.01, 0.08])}, slopes=(1, 2, 3))
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    measured = trace(fig, "numpy")
+    assert list(measured.x) == sizes and list(measured.y) == pytest.approx([t.median for t in numpy])
+    assert measured.error_y.array is not None and trace(fig, "loops").error_y.array is None
+    y_lo = 10 ** fig.layout.yaxis.range[0]
+    for k, label in ((1, "∝ n"), (2, "∝ n²"), (3, "∝ n³")):
+        ref = trace(fig, f"{label} (reference)")
+        (x0, x1), (y0, y1) = ref.x, ref.y
+        assert 16 <= x0 < x1 == 512  # within the measured sizes, ending at the anchor
+        assert x0 == 16 or y0 == pytest.approx(y_lo)  # clipped where it leaves the visible times, not before
+        assert math.log(y1 / y0) / math.log(x1 / x0) == pytest.approx(k)
+        assert y1 == pytest.approx(numpy[-1].median)  # through the largest-n point of the first series
+        assert ref.line.dash and label in ref.text
+    assert trace(fig, "∝ n (reference)").x[0] == 16 and trace(fig, "∝ n³ (reference)").x[0] > 16
+    assert trace(fig, "numpy").line.color == plots.BACKEND_COLOURS["numpy"]
+    assert trace(fig, "loops").line.color == plots.BACKEND_COLOURS["python"]
+
+
+def test_scaling_errors():
+    with pytest.raises(ValueError, match="n="):
+        plots.scaling({"x": [timing("x", "numpy", 1.0)]})
+    with pytest.raises(ValueError, match="anchor"):
+        plots.scaling({"x": ([1, 2], [1.0, 2.0])}, anchor="y")
+    with pytest.raises(ValueError, match="positive"):
+        plots.scaling({"x": ([1, 2], [1.0, 0.0])})
+    with pytest.raises(ValueError):
+        plots.scaling({})
+
+
+def test_power_label_and_colours():
+    assert [plots.power_label(k) for k in (1, 2, 3, 1.5)] == ["∝ n", "∝ n²", "∝ n³", "∝ n^1.5"]
+    assert plots.colour("loops") == plots.colour("python") == plots.BACKEND_COLOURS["python"]
+    assert plots.colour("numpy, float64") == plots.BACKEND_COLOURS["numpy"]
+    assert plots.colour("something else") == plots.colour("something else")
+
+
+# --- renderer -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def renderer():
+    saved = pio.renderers.default
+    yield
+    pio.renderers.default = saved
+
+
+def test_offline_renderer_by_default_colab_in_colab_and_user_choice_kept(monkeypatch, renderer):
+    monkeypatch.delenv("PLOTLY_RENDERER", raising=False)
+    monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    assert plots.use_offline_renderer() == "plotly_mimetype"
+    monkeypatch.setitem(sys.modules, "google.colab", object())
+    assert plots.use_offline_renderer() == "colab"
+    pio.renderers.default = "json"
+    monkeypatch.setenv("PLOTLY_RENDERER", "json")
+    assert plots.use_offline_renderer() == "json"
+    assert "connected" not in pio.renderers.default
