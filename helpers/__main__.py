@@ -1,0 +1,173 @@
+"""Command line of the series: `python -m helpers bench | hardware | backends | notebooks ...`.
+
+Installed as `loops-to-tpus` too. A mistake on the command line gets one line on stderr (what was wrong and
+what is accepted) and exit code 2: no usage dump, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import NoReturn
+
+PROG = "loops-to-tpus"
+COMMANDS = ("bench", "hardware", "backends", "notebooks")
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are a single line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print `prog: error: message` on one line (argparse would add the usage) and exit 2."""
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+    def reject_extra(self, extra: Sequence[str]) -> NoReturn:
+        """Error for arguments this (sub)command does not take, listing the options it does take."""
+        options = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
+        self.error(f"unrecognized arguments: {' '.join(extra)} (accepted: {', '.join(options)})")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _backend_list(text: str) -> list[str]:
+    from .bench import NAMES
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in NAMES]
+    if unknown or not names:
+        what = f"unknown backend {unknown[0]!r}" if unknown else "no backend given"
+        raise argparse.ArgumentTypeError(f"{what}; accepted: a comma-separated list of {', '.join(NAMES)}")
+    return names
+
+
+def _output_path(text: str) -> str:
+    folder = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"directory {folder!r} does not exist (it is not created for you)")
+    if not os.access(folder, os.W_OK) or (os.path.exists(text) and not os.access(text, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: permission denied")
+    return text
+
+
+def build_parser() -> Parser:
+    """The parser of every command; each subparser sets `parser` so its own errors can be raised later."""
+    from .bench import DEFAULT_BUDGET, DEFAULT_SIZES, QUICK_BUDGET, QUICK_SIZES
+    from .workloads import DTYPES
+
+    parser = Parser(prog=PROG, description="From Loops to TPUs: measure why GPUs and TPUs speed up deep learning.")
+    sub = parser.add_subparsers(dest="command", metavar="command")
+    d, q = DEFAULT_SIZES, QUICK_SIZES
+    bench = sub.add_parser(
+        "bench", help="time matmul and axpby on every usable backend and in Python loops",
+        description=(f"Time matmul (n={d.matmul:,}; loops n={d.matmul_loops}) and axpby (n={d.axpby:,}; loops "
+                     f"n={d.axpby_loops:,}) on every usable backend; print GFLOP/s, GB/s, fraction of peak and "
+                     "speed-up over Python loops. Progress goes to stderr, the table to stdout."))
+    bench.add_argument("--size", type=_positive_int, metavar="N",
+                       help=f"matmul side n for the array backends (default {d.matmul}, --quick {q.matmul})")
+    bench.add_argument("--dtype", choices=DTYPES, default="float32", help="float type (default float32)")
+    bench.add_argument("--backends", type=_backend_list, metavar="LIST",
+                       help="comma-separated subset of loops,numpy,jax,cupy (default: all usable here)")
+    bench.add_argument("--budget", type=_positive_seconds, metavar="SECONDS",
+                       help=f"timing budget per measurement (default {DEFAULT_BUDGET:g}, --quick {QUICK_BUDGET:g})")
+    bench.add_argument("--quick", action="store_true",
+                       help=f"small sizes and budget, a smoke test (matmul n={q.matmul}, axpby n={q.axpby:,})")
+    bench.add_argument("--json", type=_output_path, metavar="PATH", help="also write the hardware and results as JSON")
+    bench.add_argument("--html", type=_output_path, metavar="PATH",
+                       help="also write a self-contained HTML report (works offline)")
+    bench.set_defaults(parser=bench)
+    for name, text in (("hardware", "what this machine has, with peak FLOP/s and their sources"),
+                       ("backends", "which of numpy, jax and cupy can run here, and why not")):
+        command = sub.add_parser(name, help=text, description=text)
+        command.set_defaults(parser=command)
+    sub.add_parser("notebooks", help="keep the notebooks in shape: sync | check | execute (see notebooks --help)")
+    return parser
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from . import bench
+    from .backend import BackendUnavailable
+
+    sizes = bench.QUICK_SIZES if args.quick else bench.DEFAULT_SIZES
+    if args.size:
+        sizes = replace(sizes, matmul=args.size)
+    budget = args.budget or (bench.QUICK_BUDGET if args.quick else bench.DEFAULT_BUDGET)
+    try:
+        report = bench.run(args.backends, args.dtype, sizes, budget, progress=sys.stderr)
+    except BackendUnavailable as exc:
+        args.parser.error(str(exc))
+    except MemoryError:
+        print(f"{args.parser.prog}: error: out of memory at these sizes; try a smaller --size, or --quick",
+              file=sys.stderr)
+        return 1
+    print(report)
+    try:
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(report.as_json(), f, indent=2)
+        if args.html:
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(report.to_html())
+    except OSError as exc:
+        args.parser.error(f"cannot write {exc.filename}: {exc.strerror}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the exit status: 0 done, 2 bad command line (one line on stderr), 1 failed."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["notebooks"]:  # everything after the word belongs to the upkeep command
+        from .upkeep import main as upkeep_main
+
+        return upkeep_main(argv[1:])
+    parser = build_parser()
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if args.command is None:
+            parser.error(f"choose a command: {', '.join(COMMANDS)} (--help explains them)")
+        if extra:
+            args.parser.reject_extra(extra)
+        if args.command == "bench":
+            return _bench(args)
+    except SystemExit as exc:  # argparse has printed the help or the one-line error
+        return exc.code if isinstance(exc.code, int) else 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    if args.command == "hardware":
+        from .hardware import hardware
+
+        print(hardware())
+    else:
+        from .backend import backends
+
+        print(backends())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
