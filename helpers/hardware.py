@@ -106,8 +106,11 @@ class Hardware:
         """The roofs for `backend` working in `dtype`, on the device its arrays live on."""
         kind = device_kind or backends()[backend].device_kind if backend in ("jax", "cupy") else "cpu"
         if kind == "cpu":
+            source = f"estimated: {self.cpu.formula()}"
+            if dtype == "float64":
+                source += f"; FP64 is half: {self.cpu.peak_fp64 / 1e9:,.0f} GFLOP/s"
             return Peak(f"CPU ({self.cpu.cores.value} cores)", self.cpu.peak_flops(dtype),
-                        float(self.cpu.peak_bandwidth.value), f"estimated: {self.cpu.formula()}")
+                        float(self.cpu.peak_bandwidth.value), source)
         accel = next((a for a in self.accelerators if a.kind == kind), None)
         if accel is None or accel.spec is None:
             name = accel.name if accel else kind.upper()
@@ -116,8 +119,10 @@ class Hardware:
         if kind == "tpu":  # every float matmul on a TPU goes through the bf16 MXUs
             return Peak(spec.name, spec.peak_for("bfloat16"), spec.peak_bandwidth,
                         f"published bf16 MXU peak [{spec.source}]")
-        key = {"float16": "float16", "bfloat16": "bfloat16"}.get(dtype, dtype)
-        if dtype == "float32" and os.environ.get("CUPY_TF32") == "1" and spec.peak_for("tf32"):
+        key = dtype
+        # float32 matmuls run on TF32 tensor cores where the GPU has them: always for JAX (its default
+        # precision), and for CuPy only when CUPY_TF32=1.
+        if dtype == "float32" and spec.peak_for("tf32") and (backend == "jax" or os.environ.get("CUPY_TF32") == "1"):
             key = "tf32"
         return Peak(spec.name, spec.peak_for(key), spec.peak_bandwidth, f"published {key} peak [{spec.source}]")
 

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from html import escape
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -241,8 +241,9 @@ def benchmark(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
-    if n is not None and (not isinstance(n, int) or n <= 0):
+    if n is not None and (not isinstance(n, Integral) or isinstance(n, bool) or n <= 0):
         raise ValueError(f"n (problem size) must be a positive integer, got {n!r}")
+    n = None if n is None else int(n)
 
     found = _backends.detect(args)
     if backend is not None and found not in ("python", backend) and not (backend == "python" and found == "numpy"):
@@ -261,6 +262,19 @@ def benchmark(
     first, out = timed_call(1, _backends.SYNCS[chosen] if chosen else (lambda tree: _backends.sync(tree)))
     chosen = chosen or _backends.detect(out)
     sync = _backends.SYNCS[chosen]
+    # A function can return arrays of another backend than its arguments (a jitted JAX function fed NumPy
+    # arrays returns JAX arrays still being computed): wait for those devices too, or we would time the launch.
+    others = set() if chosen == "python" else {b for b in map(_backends.backend_of, _backends.leaves(out))
+                                                if b not in (None, chosen)}
+    if others:
+        waits = [sync] + [_backends.SYNCS[b] for b in sorted(others)]
+
+        def sync_all(tree: Any) -> None:
+            for wait in waits:
+                wait(tree)
+
+        sync = sync_all
+        sync(out)  # the first call's device work must not leak into the next sample
     spent = first
 
     per_call = first

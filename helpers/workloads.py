@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -97,8 +98,9 @@ def make_inputs(op: str, n: int, dtype: str = "float32", backend: str = "numpy",
     """Random inputs of size n for `op`, already on `backend` ('python' gives nested lists of floats)."""
     work = get(op)
     check_name(backend)
-    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+    if not isinstance(n, Integral) or isinstance(n, bool) or n <= 0:
         raise ValueError(f"n ({work.size_meaning}) must be a positive integer, got {n!r}")
+    n = int(n)
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; accepted: {', '.join(DTYPES)}")
     require_usable(backend)
@@ -118,8 +120,8 @@ def runner(op: str, backend: str) -> Callable[..., Any]:
     check_name(backend)
     if backend == "python":
         return work.loops
+    array_module(backend)  # raises, with the reason and the fix, if this backend cannot run here
     if backend == "jax":
-        array_module("jax")
         import jax
 
         return jax.jit(work.vectorised)

@@ -1,0 +1,68 @@
+"""Shared fixtures: a fake clock for deterministic timing, a hand-made CPU, and fresh backend probes."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import backend
+from helpers.cpu import CPUInfo, Sourced
+
+#: For tests of the real detection on a machine without an NVIDIA GPU (this project's CI: CuPy installed, no GPU).
+without_gpu = pytest.mark.skipif(backend._nvidia_gpu_present(), reason="checks what happens without an NVIDIA GPU")
+
+
+class FakeClock:
+    """A clock that only moves when told to: benchmark(clock=...) reads it, the timed function advances it."""
+
+    def __init__(self, events: list | None = None) -> None:
+        self.now = 0.0
+        self.reads = 0
+        self.events = events  # when given, every read is logged there as ("clock", time)
+
+    def __call__(self) -> float:
+        self.reads += 1
+        if self.events is not None:
+            self.events.append(("clock", self.now))
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def scripted(clock: FakeClock, durations, then: float | None = None):
+    """A function whose calls 'take' the given fake seconds in turn (then `then` each, or fail if None)."""
+    script = iter(durations)
+    calls: list[float] = []
+
+    def fn(*args):
+        seconds = next(script, then)
+        if seconds is None:
+            raise AssertionError(f"called more often than scripted ({len(calls) + 1} calls)")
+        clock.advance(seconds)
+        calls.append(seconds)
+
+    fn.calls = calls
+    return fn
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def fake_cpu() -> CPUInfo:
+    """2 cores x 3 GHz x 2 FMA units x 8 fp32 lanes (AVX2) x 2 = 192 GFLOP/s, 20 GB/s."""
+    return CPUInfo(
+        model="Test CPU 9000", arch="x86_64", logical_cpus=4, cores=Sourced(2, "test cores"), simd="AVX2",
+        simd_bits=256, fma_units=Sourced(2, "test FMA units"), clock_hz=Sourced(3e9, "test clock"),
+        nominal_clock_hz=Sourced(2.5e9, "test nominal"), peak_bandwidth=Sourced(20e9, "test bandwidth"),
+    )
+
+
+@pytest.fixture
+def fresh_backends():
+    """backends() probed anew inside the test (after its monkeypatches) and again, unpatched, after it."""
+    backend.backends.cache_clear()
+    yield backend.backends
+    backend.backends.cache_clear()

@@ -1,0 +1,409 @@
+"""benchmark(): statistics on a fake clock, budgets and caps, device sync, bad input; Timing, compare, formats."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import FakeClock, scripted, without_gpu
+
+from helpers import backend, timing, workloads
+from helpers.backend import BackendUnavailable
+from helpers.hardware import Peak
+from helpers.timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
+
+ROOF = Peak("fake device", 1e11, 5e10, "test roof")
+
+
+class _FakeHardware:
+    def __init__(self) -> None:
+        self.asked: list[tuple] = []
+
+    def peak(self, backend_name, dtype="float32", device_kind=None):
+        self.asked.append((backend_name, dtype, device_kind))
+        return ROOF
+
+
+@pytest.fixture
+def fake_roof(monkeypatch):
+    """benchmark() judges against a known roof (100 GFLOP/s, 50 GB/s) instead of this machine's CPU."""
+    hw = _FakeHardware()
+    monkeypatch.setattr(timing, "hardware", lambda: hw)
+    return hw
+
+
+def _timing(samples, flops=None, nbytes=None, peak=ROOF, **kw) -> Timing:
+    return Timing("t", "numpy", "float32", np.asarray(samples, dtype=float), 1, 0.5, flops, nbytes, peak, **kw)
+
+
+# --- statistics against hand-computed numbers -------------------------------------------------------------
+
+
+def test_statistics_from_scripted_durations(clock, fake_roof):
+    fn = scripted(clock, [3.0, 0.20, 0.21, 0.19, 0.22, 0.18])  # first call (compiles), then 5 samples
+    t = benchmark(fn, flops=4e9, bytes=1e9, warmup=0, budget=0.9, min_repeats=5, max_time=100, clock=clock)
+    assert len(fn.calls) == 6
+    assert t.number == 1
+    assert t.compile_time == pytest.approx(3.0)
+    assert t.samples == pytest.approx([0.20, 0.21, 0.19, 0.22, 0.18])
+    assert t.median == pytest.approx(0.20)
+    assert t.min == pytest.approx(0.18)
+    assert t.mean == pytest.approx(0.20)
+    assert t.iqr == pytest.approx(0.21 - 0.19)  # numpy percentiles of 0.18..0.22: q75 = 0.21, q25 = 0.19
+    assert t.spread == pytest.approx(0.1)
+    assert t.gflops == pytest.approx(4e9 / 0.20 / 1e9)  # 20
+    assert t.gbps == pytest.approx(1e9 / 0.20 / 1e9)  # 5
+    assert t.intensity == pytest.approx(4.0)
+    assert t.fraction_of_peak == pytest.approx(20e9 / 1e11)  # 0.2
+    assert t.peak is ROOF
+    assert not t.capped and not t.noisy
+    assert t.backend == "python" and t.label == "fn"
+
+
+def test_first_call_is_timed_apart_and_warmup_sets_calls_per_sample(clock, fake_roof):
+    # Binary-exact durations: first 0.25 s (compiling), warm-up 2**-11 s, so each sample loops
+    # int(2 ms / 2**-11 s) = 4 calls; every later call takes 2**-4 s.
+    fn = scripted(clock, [0.25, 2**-11], then=2**-4)
+    t = benchmark(fn, warmup=1, budget=1.0, min_repeats=3, max_time=100, clock=clock)
+    assert t.compile_time == 0.25
+    assert t.number == 4
+    assert t.median == 2**-4  # neither the compile nor the warm-up call is in the samples
+    # warm-up (2**-11 s) + k samples of 4 x 2**-4 s reach the 1 s budget at k = 4
+    assert len(t.samples) == 4
+    assert len(fn.calls) == 1 + 1 + 4 * 4
+
+
+def test_no_warmup_once_the_first_call_used_the_budget(clock, fake_roof):
+    fn = scripted(clock, [2.0], then=0.5)
+    t = benchmark(fn, warmup=3, budget=1.0, min_repeats=2, clock=clock)
+    assert len(fn.calls) == 1 + 2  # the 2 s first call already spent the budget: straight to the samples
+    assert t.compile_time == 2.0 and t.samples.tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize(("budget", "expected"), [(1.0, 4), (2.0, 8), (0.3, 2)])
+def test_repeats_stop_once_the_budget_is_spent(clock, fake_roof, budget, expected):
+    fn = scripted(clock, [], then=0.25)
+    t = benchmark(fn, warmup=0, budget=budget, min_repeats=2, max_time=100, clock=clock)
+    assert len(t.samples) == expected  # 0.25 s each, the first call not counted against the budget
+    assert len(fn.calls) == expected + 1
+    assert not t.capped
+
+
+def test_min_repeats_are_taken_even_past_the_budget(clock, fake_roof):
+    fn = scripted(clock, [], then=1.0)
+    t = benchmark(fn, warmup=0, budget=0.1, min_repeats=6, max_time=100, clock=clock)
+    assert len(t.samples) == 6
+
+
+def test_max_repeats_caps_the_samples(clock, fake_roof):
+    fn = scripted(clock, [], then=1.0)
+    t = benchmark(fn, warmup=0, budget=1e6, max_repeats=7, max_time=1e9, clock=clock)
+    assert len(t.samples) == 7
+
+
+def test_max_time_caps_a_slow_function(clock, fake_roof):
+    fn = scripted(clock, [], then=3.0)  # 3 s per call, 10 s allowed
+    t = benchmark(fn, max_time=10, clock=clock)
+    assert len(fn.calls) == 4  # first (3 s), then samples at 6 s, 9 s, 12 s: stops at the first past 10 s
+    assert len(t.samples) == 3
+    assert clock.now < 10 + 3  # never more than one call past the cap
+    assert t.capped  # fewer than min_repeats samples
+
+
+def test_two_calls_are_always_made(clock, fake_roof):
+    fn = scripted(clock, [], then=20.0)  # one call is already twice max_time
+    t = benchmark(fn, max_time=10, clock=clock)
+    assert len(fn.calls) == 2
+    assert t.compile_time == 20.0 and t.samples.tolist() == [20.0]
+    assert t.capped
+
+
+def test_noisy_samples_warn(clock, fake_roof):
+    fn = scripted(clock, [1.0, 0.1, 0.2, 0.3, 0.4, 0.5])
+    with pytest.warns(NoisyTimingWarning, match="spread"):
+        t = benchmark(fn, warmup=0, budget=1.0, min_repeats=5, clock=clock)
+    assert t.iqr == pytest.approx(0.2) and t.median == pytest.approx(0.3)
+    assert t.noisy
+    assert "noisy" in str(t) and "noisy" in t._repr_html_()
+
+
+def test_tight_samples_do_not_warn(clock, fake_roof):
+    fn = scripted(clock, [1.0, 1.00, 1.01, 0.99, 1.00, 1.02])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoisyTimingWarning)
+        t = benchmark(fn, warmup=0, budget=4.5, min_repeats=5, clock=clock)
+    assert not t.noisy
+    assert "noisy" not in str(t)
+
+
+def test_noisy_needs_four_samples():
+    assert not _timing([0.1, 1.0, 10.0]).noisy
+    assert _timing([0.1, 1.0, 10.0, 0.5]).noisy
+
+
+def test_fraction_of_peak_falls_back_to_bandwidth_without_flops():
+    t = _timing([0.2] * 5, nbytes=1e9)
+    assert t.gflops is None and t.intensity is None
+    assert t.fraction_of_peak == pytest.approx(1e9 / 0.2 / 5e10)
+    assert _timing([0.2] * 5, flops=1e9, peak=None).fraction_of_peak is None
+    assert _timing([0.2] * 5, flops=1e9, peak=Peak("x", None, None, "none")).fraction_of_peak is None
+
+
+def test_as_dict_holds_plain_numbers():
+    d = _timing([0.1, 0.2, 0.3], flops=6e8, n=64).as_dict()
+    assert d["median_s"] == pytest.approx(0.2) and d["min_s"] == pytest.approx(0.1)
+    assert d["gflops"] == pytest.approx(3.0) and d["samples"] == 3 and d["n"] == 64
+    assert d["fraction_of_peak"] == pytest.approx(3e9 / 1e11) and d["peak_source"] == "test roof"
+
+
+def test_benchmark_passes_dtype_and_device_to_the_roof(clock, fake_roof):
+    a = np.ones((2, 2), np.float32)
+    fn = scripted(clock, [], then=0.5)
+    t = benchmark(fn, a, budget=1, n=2, clock=clock)
+    assert t.backend == "numpy" and t.dtype == "float32" and t.n == 2
+    assert fake_roof.asked == [("numpy", "float32", "cpu")]
+
+
+# --- synchronisation: JAX must not be timed at dispatch speed ---------------------------------------------
+
+
+def test_sync_happens_after_the_call_and_before_the_clock_read(monkeypatch, fake_roof):
+    events: list[tuple] = []
+    clock = FakeClock(events)
+    monkeypatch.setitem(backend.SYNCS, "jax", lambda tree: events.append(("sync", tree)))
+
+    def fn(x):
+        out = object()  # a fresh result per call, so we can tell which call the sync waited for
+        events.append(("call", out))
+        clock.advance(0.1)
+        return out
+
+    x = jnp.ones(4, jnp.float32)
+    t = benchmark(fn, x, budget=0.5, min_repeats=3, clock=clock)
+    assert t.backend == "jax"
+    assert events[0][0] == "sync" and events[0][1][0] is x  # work queued before the benchmark is waited for
+    reads = [i for i, e in enumerate(events) if e[0] == "clock"]
+    assert len(reads) == 2 * (1 + 1 + len(t.samples))  # first call, warm-up, samples: a start and an end each
+    for start, end in zip(reads[::2], reads[1::2], strict=True):
+        inside = events[start + 1:end]
+        assert [e[0] for e in inside[:-1]] == ["call"] * (len(inside) - 1) and len(inside) >= 2
+        assert inside[-1][0] == "sync", "the clock was read before the device finished"
+        assert inside[-1][1] is inside[-2][1], "the sync must wait for the output of the last call"
+
+
+def _async_device(monkeypatch, clock: FakeClock, seconds: float):
+    """A fake asynchronous JAX: a call only queues work; the clock moves when the work is waited for."""
+    queued = []
+    result = jnp.zeros(1)
+
+    def wait(tree):
+        clock.advance(sum(queued))
+        queued.clear()
+
+    monkeypatch.setitem(backend.SYNCS, "jax", wait)
+
+    def launch(*args):
+        queued.append(seconds)
+        return result
+
+    return launch
+
+
+def test_asynchronous_work_is_waited_for(monkeypatch, clock, fake_roof):
+    launch = _async_device(monkeypatch, clock, 0.05)
+    t = benchmark(launch, jnp.ones(3), budget=0.5, clock=clock)
+    assert t.median == pytest.approx(0.05)
+    assert t.compile_time == pytest.approx(0.05)
+
+
+def test_without_the_sync_the_fake_device_looks_free(monkeypatch, clock, fake_roof):
+    # The control for the test above: with the sync removed, the same benchmark times only the launch.
+    launch = _async_device(monkeypatch, clock, 0.05)
+    monkeypatch.setitem(backend.SYNCS, "jax", lambda tree: None)
+    assert benchmark(launch, jnp.ones(3), budget=0.5, max_repeats=20, clock=clock).median == 0
+
+
+def test_closure_returning_jax_arrays_is_synced(monkeypatch, clock, fake_roof):
+    launch = _async_device(monkeypatch, clock, 0.05)
+    t = benchmark(lambda: launch(), budget=0.5, clock=clock)  # no arguments: the output says it is JAX
+    assert t.backend == "jax"
+    assert t.median == pytest.approx(0.05) and t.compile_time == pytest.approx(0.05)
+
+
+def test_jax_output_from_numpy_arguments_is_synced(monkeypatch, clock, fake_roof):
+    launch = _async_device(monkeypatch, clock, 0.05)
+    t = benchmark(launch, np.ones(3), budget=0.5, clock=clock)  # a jitted function fed NumPy arrays
+    assert t.backend == "numpy"
+    assert t.median == pytest.approx(0.05)
+
+
+@pytest.fixture(scope="module")
+def heavy_function():
+    """A jitted function doing three 800 x 800 float32 matmuls (about 3 GFLOP: tens of ms on 2 cores)."""
+    f = jax.jit(lambda a: ((a @ a) @ a) @ a)
+    x = jnp.full((800, 800), 1 / 800, jnp.float32)
+    jax.block_until_ready(f(x))  # compile
+    return f, x
+
+
+@pytest.fixture
+def heavy_jax(heavy_function):
+    """The function, its input, and its honest seconds per call: the best of a manual, synchronised loop."""
+    f, x = heavy_function
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(x))
+        times.append(time.perf_counter() - t0)
+    return f, x, min(times)
+
+
+def _loop_count_saw_the_work(t: Timing, reference: float) -> bool:
+    # benchmark loops a call until a sample lasts 2 ms, judged by the timed warm-up call: a synced call of
+    # `reference` seconds gives about 2 ms / reference calls; a dispatch-speed one about 100 times more.
+    return t.number <= 1 + timing.MIN_SAMPLE_SECONDS / (0.3 * reference)
+
+
+@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")  # spread is not what is tested here
+def test_real_jax_is_timed_with_its_work(heavy_jax):
+    f, x, reference = heavy_jax
+    t = benchmark(f, x, budget=0.2)
+    assert t.backend == "jax"
+    # Unsynced, the dispatch alone would read about 100x less (until JAX's queue of ~30 calls fills).
+    assert t.median >= 0.3 * reference
+    assert t.compile_time >= 0.3 * reference  # the first call is synced too
+    assert _loop_count_saw_the_work(t, reference)
+
+
+@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")
+def test_real_jax_closure_is_timed_with_its_work(heavy_jax):
+    f, x, reference = heavy_jax
+    t = benchmark(lambda: f(x), budget=0.2)  # no arguments: the JAX output is what tells us to sync
+    assert t.backend == "jax"
+    assert t.median >= 0.3 * reference
+    assert t.compile_time >= 0.3 * reference
+    assert _loop_count_saw_the_work(t, reference)
+
+
+@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")
+def test_real_jax_fed_numpy_is_timed_with_its_work(heavy_jax):
+    f, x, reference = heavy_jax
+    t = benchmark(f, np.asarray(x), budget=0.2)  # each call also copies the input to JAX's device
+    assert t.median >= 0.3 * reference
+    assert _loop_count_saw_the_work(t, reference)
+
+
+@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")
+def test_real_numpy_and_python_benchmarks():
+    a, b = workloads.make_inputs("matmul", 8)
+    t = benchmark(np.matmul, a, b, budget=0.01, flops=workloads.matmul_flops(8))
+    assert t.backend == "numpy" and t.dtype == "float32" and t.label == "matmul"
+    assert t.peak.device.startswith("CPU") and t.fraction_of_peak > 0
+    la, lb = workloads.make_inputs("matmul", 4, backend="python")
+    t = benchmark(workloads.matmul_loops, la, lb, budget=0.01, label="loops")
+    assert t.backend == "python" and t.dtype == "float64" and t.label == "loops"
+
+
+# --- bad input ------------------------------------------------------------------------------------------
+
+
+def test_not_callable_is_a_type_error():
+    with pytest.raises(TypeError, match="must be callable") as info:
+        benchmark(np.ones(3))
+    assert "lambda" in str(info.value)
+
+
+def test_unknown_backend_lists_the_accepted_ones():
+    with pytest.raises(ValueError, match="python, numpy, jax, cupy"):
+        benchmark(lambda: None, backend="torch")
+
+
+def test_arrays_of_another_backend_are_refused():
+    with pytest.raises(ValueError, match="to_backend"):
+        benchmark(np.sum, np.ones(3), backend="jax")
+    with pytest.raises(ValueError, match="numpy"):
+        benchmark(lambda a: a, jnp.ones(3), backend="numpy")
+
+
+def test_mixed_arrays_are_refused():
+    with pytest.raises(ValueError, match="mix arrays of jax and numpy"):
+        benchmark(lambda a, b: a, np.ones(3), jnp.ones(3))
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, True, "1e9"])
+@pytest.mark.parametrize("name", ["flops", "bytes", "budget", "max_time"])
+def test_non_positive_amounts_are_refused(name, bad):
+    with pytest.raises(ValueError, match=name):
+        benchmark(lambda: None, **{name: bad})
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, math.nan])
+def test_bad_problem_size_is_refused(bad):
+    with pytest.raises(ValueError, match="n \\(problem size\\)"):
+        benchmark(lambda: None, n=bad)
+
+
+@pytest.mark.parametrize(("name", "bad"), [("min_repeats", 0), ("max_repeats", 1.5), ("warmup", -1)])
+def test_bad_repeat_counts_are_refused(name, bad):
+    with pytest.raises(ValueError, match=name):
+        benchmark(lambda: None, **{name: bad})
+
+
+def test_numpy_integer_problem_size_is_accepted(clock, fake_roof):
+    t = benchmark(scripted(clock, [], then=1.0), n=np.int64(64), budget=1, clock=clock)
+    assert t.n == 64 and type(t.n) is int
+
+
+@without_gpu
+def test_cupy_without_a_gpu_says_why_and_what_to_do():
+    status = backend.backends()["cupy"]
+    assert not status.usable
+    with pytest.raises(BackendUnavailable) as info:
+        benchmark(lambda: None, backend="cupy")
+    message = str(info.value)
+    assert status.detail in message and status.fix in message
+    assert "Runtime > Change runtime type" in message
+
+
+# --- compare and formatting -----------------------------------------------------------------------------
+
+
+def test_compare_speedups_against_the_first():
+    slow, fast = _timing([2.0] * 3, flops=1e9), _timing([0.5] * 3, flops=1e9)
+    table = compare({"loops": slow, "numpy": fast})
+    assert table.baseline is slow and slow.label == "loops" and fast.label == "numpy"
+    assert table.speedups == {"loops": pytest.approx(1.0), "numpy": pytest.approx(4.0)}
+    rows = table.rows()
+    assert rows[1]["speed-up"] == "4x" and rows[1]["GFLOP/s"] == "2"
+    assert "GB/s" not in rows[0]  # a column empty for every timing is left out
+    assert "speed-ups against 'loops'" in str(table) and "<table>" in table._repr_html_()
+    assert compare([slow, fast]).speedups["numpy"] == pytest.approx(4.0)
+
+
+def test_compare_refuses_what_is_not_a_timing():
+    with pytest.raises(TypeError, match="'numpy' is float"):
+        compare({"loops": _timing([1.0]), "numpy": 0.5})
+    with pytest.raises(TypeError):
+        compare([_timing([1.0]), 0.5])
+    with pytest.raises(ValueError, match="at least one"):
+        compare({})
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (812e-9, "812 ns"), (4.2e-3, "4.2 ms"), (1.5, "1.5 s"), (12.5e-6, "12.5 µs"), (300, "5 min"),
+    (3 * 3600, "3 h"), (5 * 86400, "5 days"), (10 * 365.25 * 86400, "10 years"), (math.nan, "-"), (None, "-"),
+])
+def test_format_seconds(seconds, text):
+    assert format_seconds(seconds) == text
+
+
+@pytest.mark.parametrize(("fraction", "text"), [
+    (0.873, "87.3%"), (0.000134, "0.0134%"), (0.0, "0.0%"), (None, "-"), (math.inf, "-"),
+])
+def test_format_fraction(fraction, text):
+    assert format_fraction(fraction) == text
