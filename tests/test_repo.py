@@ -1,0 +1,154 @@
+"""Repository checks: the README's two set-up commands and CI, the chapter map, lint, Binder and conda files.
+
+The README's ```bash blocks are reserved for the two set-up commands, each one line right under its heading;
+CI (.ci/run) runs the test command verbatim, so the instructions a reader follows are the ones CI proves.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from helpers import project
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+CI_SCRIPT = ROOT / ".ci" / "run"
+BINDER = ROOT / "binder"
+OPEN_HEADING = "Open the series"
+TEST_HEADING = "Run all the tests"
+MAP_START, MAP_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
+
+
+def readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def command_under(heading: str, text: str) -> str:
+    """The one-line command in the ```bash block that immediately follows the Markdown heading `heading`."""
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if re.fullmatch(rf"#{{1,6}}\s+{re.escape(heading)}\s*", line.strip())]
+    assert len(at) == 1, f"README needs exactly one heading {heading!r}, found {len(at)}"
+    rest = [line.strip() for line in lines[at[0] + 1:]]
+    rest = rest[next((i for i, line in enumerate(rest) if line), len(rest)):]  # skip blank lines
+    assert rest and rest[0] == "```bash", f"the heading {heading!r} must be followed directly by a ```bash block"
+    end = rest.index("```", 1) if "```" in rest[1:] else None
+    assert end is not None, f"the ```bash block under {heading!r} is not closed"
+    body = [line for line in rest[1:end] if line]
+    assert len(body) == 1, f"the ```bash block under {heading!r} must hold exactly one line, found {body}"
+    return body[0]
+
+
+def code_lines(path: Path) -> list[str]:
+    """The lines of a shell script or requirements file, stripped, without comments and blank lines."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            out.append(line.split(" #", 1)[0].strip())
+    return out
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def extra_requirements(extra: str, data: dict) -> Iterator[Requirement]:
+    """The requirements of an extra of this distribution, self-references (loops-to-tpus[lab,gpu]) expanded."""
+    name = canonicalize_name(data["project"]["name"])
+    for line in data["project"]["optional-dependencies"][extra]:
+        req = Requirement(line)
+        if canonicalize_name(req.name) == name:
+            for inner in sorted(req.extras):
+                yield from extra_requirements(inner, data)
+        else:
+            yield req
+
+
+def test_readme_has_the_two_setup_commands() -> None:
+    text = readme()
+    bash_blocks = [line for line in text.splitlines() if line.strip().startswith("```bash")]
+    assert len(bash_blocks) == 2, "README's ```bash blocks are only the two set-up commands; use ```shell elsewhere"
+    open_cmd, test_cmd = command_under(OPEN_HEADING, text), command_under(TEST_HEADING, text)
+    for cmd in (open_cmd, test_cmd):
+        assert cmd.startswith("python3 -m venv .venv && "), f"each command makes its own environment: {cmd}"
+    assert '".[lab]"' in open_cmd and "jupyter lab" in open_cmd
+    assert f"notebooks/{project.CHAPTERS[0].file}" in open_cmd, "the open command opens the first chapter"
+    assert '".[dev]"' in test_cmd and test_cmd.endswith("-m pytest")
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    test_cmd = command_under(TEST_HEADING, readme())
+    assert CI_SCRIPT.read_text(encoding="utf-8").startswith("#!/usr/bin/env bash\n")
+    lines = code_lines(CI_SCRIPT)
+    assert "set -euo pipefail" in lines
+    # Last, so that the && list's exit status (a failed install, pytest's 5 for "no tests") is the script's.
+    assert lines[-1] == test_cmd, f".ci/run must end with the README's test command:\n{test_cmd}"
+
+
+def test_chapter_map_lists_every_notebook() -> None:
+    text = readme()
+    assert text.count(MAP_START) == 1 and text.count(MAP_END) == 1, "README needs one pair of chapter-map markers"
+    start, end = text.index(MAP_START), text.index(MAP_END)
+    assert start < end, "the chapter map's start marker must come before its end marker"
+    chapter_map = text[start:end]
+    missing = [nb.name for nb in sorted((ROOT / "notebooks").glob("*.ipynb")) if nb.name not in chapter_map]
+    assert not missing, f"README's chapter map does not list {missing}: run `python -m helpers notebooks sync`"
+
+
+def ruff_command() -> list[str]:
+    if importlib.util.find_spec("ruff") is not None:
+        return [sys.executable, "-m", "ruff"]
+    beside = Path(sys.executable).with_name("ruff")
+    if beside.exists():
+        return [str(beside)]
+    pytest.skip("ruff is not installed: pip install -e '.[dev]'")
+
+
+def test_ruff_passes_notebooks_included() -> None:
+    result = subprocess.run([*ruff_command(), "check", "--no-cache", "."], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, f"ruff check . failed:\n{result.stdout}{result.stderr}"
+
+
+def test_binder_installs_the_package_without_cupy() -> None:
+    requirements = BINDER / "requirements.txt"
+    assert requirements.exists() and (BINDER / "runtime.txt").exists()
+    runtime = (BINDER / "runtime.txt").read_text().strip()
+    assert re.fullmatch(r"python-3\.(1[1-9])", runtime), f"binder/runtime.txt: {runtime!r}"
+    lines = code_lines(requirements)
+    assert "-e ." in lines or "." in lines, "binder/requirements.txt must install the package itself"
+    for path in BINDER.iterdir():
+        assert not any("cupy" in line.lower() for line in code_lines(path)), f"{path.name} pulls CuPy: no GPU there"
+    core = {canonicalize_name(Requirement(r).name) for r in pyproject()["project"]["dependencies"]}
+    assert {"plotly", "ipywidgets"} <= core, "Binder gets plotly and ipywidgets through the package's dependencies"
+    assert not any(name.startswith("cupy") for name in core), "CuPy belongs in the gpu extra, not the core"
+
+
+def test_environment_yml_names_the_package() -> None:
+    yaml = pytest.importorskip("yaml", reason="PyYAML comes with JupyterLab (via jupyter-events)")
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
+    assert env["name"] == "loops-to-tpus" and "conda-forge" in env["channels"]
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    names = {re.split(r"[<>=!\s]", d, maxsplit=1)[0] for d in conda}
+    assert {"python", "numpy", "jax", "plotly", "ipywidgets", "jupyterlab", "pip"} <= names, names
+    assert not any(name.startswith("cupy") for name in names), "environment.yml is the CPU environment"
+    pip = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert pip and "-e ." in pip[0], "environment.yml must pip-install the package itself (-e .)"
+
+
+def test_dev_extra_has_cupy_except_on_macos() -> None:
+    cupy = [r for r in extra_requirements("dev", pyproject()) if canonicalize_name(r.name) == "cupy-cuda12x"]
+    assert cupy, "the dev extra must pull cupy-cuda12x, so CI exercises 'CuPy installed, no GPU'"
+    marker = cupy[0].marker
+    assert marker is not None and not marker.evaluate({"sys_platform": "darwin"}), "no CuPy wheels for macOS"
+    assert marker.evaluate({"sys_platform": "linux"})
