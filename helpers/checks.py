@@ -26,8 +26,8 @@ class Verdict:
     def __str__(self) -> str:
         return self.message
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.message)
+    def _ipython_display_(self) -> None:
+        """Show nothing: the checker already printed the message (a bare check call must not say it twice)."""
 
     def __bool__(self) -> bool:
         return self.passed

@@ -26,6 +26,8 @@ class DeviceSpec:
     source: str
     notes: str = ""
     aliases: tuple[str, ...] = field(default=(), repr=False)
+    #: What does the arithmetic, in words, and how many multiply-adds the chip starts per clock cycle.
+    mac_units: tuple[str, int] | None = None
 
     def peak_for(self, dtype: str) -> float | None:
         """Peak FLOP/s for `dtype` ('float32', 'tf32', 'float16', 'bfloat16'), or None if not published."""
@@ -44,6 +46,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         320 * GIGA, 16e9, "Colab free GPU", "NVIDIA T4 datasheet",
         notes="FP16 tensor cores only; no BF16 or TF32 tensor cores.",
         aliases=("tesla t4", "t4"),
+        mac_units=("2,560 CUDA cores, each one FP32 multiply-add per cycle", 2560),
     ),
     DeviceSpec(
         "NVIDIA L4", "gpu",
@@ -87,6 +90,7 @@ TPUS: tuple[DeviceSpec, ...] = (
     DeviceSpec(
         "TPU v5e", "tpu", {"bfloat16": 197 * TERA}, 819 * GIGA, 16e9, "Colab TPU runtime (v5e-1)",
         "cloud.google.com/tpu/docs/v5e", notes="4 MXU, 128x128", aliases=("tpu v5 lite", "tpu v5e", "v5litepod"),
+        mac_units=("4 MXUs, each a 128 x 128 grid of multiply-accumulators (systolic array)", 4 * 128 * 128),
     ),
     DeviceSpec(
         "TPU v5p", "tpu", {"bfloat16": 459 * TERA}, 2765 * GIGA, 95e9, "cloud",

@@ -299,6 +299,10 @@ def benchmark(
     peak = hardware().peak(chosen, dtype or "float32", _device_kind(chosen, (args, out)))
     result = Timing(label or getattr(fn, "__name__", "fn"), chosen, dtype, np.asarray(samples), number, first,
                     flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
+    if result.fraction_of_peak is not None and result.fraction_of_peak > 1:
+        warnings.warn(f"{result.label}: {format_fraction(result.fraction_of_peak)} of the peak is impossible: either "
+                      "the timing missed a device sync or the peak estimate is too low "
+                      f"({result.peak.source if result.peak else ''}). Please report it.", stacklevel=2)
     if result.noisy:
         warnings.warn(f"{result.label}: the middle half of the samples spread over {result.spread:.0%} of the "
                       "median; another program may be using the machine. Rerun, or raise budget=.",

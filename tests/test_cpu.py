@@ -136,19 +136,29 @@ def test_nominal_clock_sources(monkeypatch):
 def machine(monkeypatch):
     """Make cpu_info's inputs up: /proc files, sysctl, arch, usable CPUs and the two measurements."""
 
-    def make(files=None, sysctl=None, arch="x86_64", logical=4, calibrated=1e9, nominal=...):
+    def make(files=None, sysctl=None, arch="x86_64", logical=4, calibrated=1e9, nominal=..., one_core=0.0):
         monkeypatch.setattr(cpu, "_read", lambda path: (files or {}).get(path, ""))
         monkeypatch.setattr(cpu, "_sysctl", lambda name: (sysctl or {}).get(name, ""))
         monkeypatch.setattr(cpu.platform, "machine", lambda: arch)
         monkeypatch.setattr(cpu.platform, "processor", lambda: "")
         monkeypatch.setattr(cpu, "_logical_cpus", lambda: logical)
-        monkeypatch.setattr(cpu, "calibrate_matmul_flops", lambda *a, **k: calibrated)
+        monkeypatch.setattr(cpu, "calibrate_matmul_flops",
+                            lambda *a, threads=None, **k: calibrated if threads is None else one_core)
         monkeypatch.setattr(cpu, "measure_bandwidth", lambda *a, **k: 12.5e9)
         if nominal is not ...:
             monkeypatch.setattr(cpu, "_nominal_clock", lambda info, brand: nominal)
         return cpu.cpu_info.__wrapped__()  # the uncached detection: the process-wide cache is left alone
 
     return make
+
+
+def test_a_lone_core_boosting_higher_raises_the_clock_floor(machine):
+    # 8 Zen 1 cores together: 8 x 40 GFLOP/s; one core alone: 60 GFLOP/s (it boosts higher).
+    info = machine({"/proc/cpuinfo": ZEN1_CPUINFO}, logical=16, calibrated=320e9, one_core=60e9,
+                   nominal=Sourced(1e9, "test"))
+    assert info.clock_hz.value == pytest.approx(60e9 / (16 * cpu.BLAS_BEST_EFFICIENCY))
+    assert info.peak_fp32_per_core >= 60e9 and info.peak_fp32 >= 320e9
+    assert "one alone" in info.clock_hz.source
 
 
 def test_zen1_desktop(machine):

@@ -1,0 +1,181 @@
+"""Small pieces the chapters share: the chapter map, showing the code that runs, CPU vs GPU vs TPU in
+numbers, and the reference answers the exercise checks compare against.
+
+    h.lessons.chapter_map()                 # the series as a Markdown table, from helpers.project.CHAPTERS
+    h.lessons.show_source(h.workloads.matmul_loops)   # the code the notebook runs, not a copy of it
+    h.lessons.arithmetic_units()            # this CPU, an NVIDIA T4 and a TPU v5e: multiply-adds per cycle
+    h.lessons.line_bytecode(fn, "total +=") # the bytecode the interpreter runs for one line of fn
+
+The chapter map here is for readers inside notebooks/ (links relative to it, planned chapters marked
+"coming"); helpers.upkeep writes the README's map, with badges, for maintainers.
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import specs
+from .cpu import CPUInfo, cpu_info
+from .project import CHAPTERS
+
+#: Chapters the series plans beyond those in `helpers.project.CHAPTERS`, shown as "coming" until they land.
+PLANNED: tuple[tuple[str, str, str], ...] = (
+    ("03", "GPU with CuPy", "The same work on a GPU: drop-in arrays, then your own CUDA kernels."),
+    ("04", "TPU with JAX", "Matrix products on a TPU's systolic arrays, and what precision they use."),
+    ("05", "Training", "A small neural network trained on each device: where the time goes."),
+)
+
+
+def chapter_map() -> Any:
+    """The series as a Markdown table (a plain string outside IPython): done chapters linked, planned ones 'coming'."""
+    rows = ["| | chapter | what you get | time | runtime |", "|---|---|---|---|---|"]
+    done = {c.file[:2] for c in CHAPTERS}
+    for c in CHAPTERS:
+        rows.append(f"| {c.file[:2]} | [{c.title}]({c.file}) | {c.promise} | {c.minutes} min | "
+                    f"{c.accelerator or 'any (CPU is enough)'} |")
+    for number, title, promise in PLANNED:
+        if number not in done:
+            rows.append(f"| {number} | {title} (coming) | {promise} | | |")
+    return _markdown("\n".join(rows))
+
+
+def show_source(obj: Callable[..., Any] | type) -> Any:
+    """The source code of `obj` as a Markdown code block: what the learner reads is exactly what runs."""
+    return _markdown(f"```python\n{textwrap.dedent(inspect.getsource(obj)).rstrip()}\n```")
+
+
+def line_bytecode(fn: Callable[..., Any], text: str) -> list[dis.Instruction]:
+    """The bytecode instructions CPython runs for the first source line of `fn` that contains `text`."""
+    lines, start = inspect.getsourcelines(fn)
+    target = next((start + i for i, line in enumerate(lines) if text in line), None)
+    if target is None:
+        raise ValueError(f"no line of {fn.__name__} contains {text!r}")
+    found, line = [], None
+    for ins in dis.get_instructions(fn):
+        positions = getattr(ins, "positions", None)  # Python 3.11+: every instruction knows its line
+        if positions is not None:
+            line = positions.lineno
+        elif isinstance(ins.starts_line, int) and not isinstance(ins.starts_line, bool):
+            line = ins.starts_line  # Python 3.10: only the first instruction of a line says so
+        if line == target:
+            found.append(ins)
+    return found
+
+
+def _markdown(text: str) -> Any:
+    try:
+        from IPython.display import Markdown
+    except ImportError:  # plain Python: the text itself
+        return text
+    return Markdown(text)
+
+
+@dataclass(frozen=True)
+class ArithmeticUnits:
+    """How a device gets its peak: how many multiply-adds it starts per clock cycle, and at what peak."""
+
+    device: str
+    design: str  # the hardware that does the arithmetic, in words
+    macs_per_cycle: int  # multiply-adds (2 FLOPs each) the whole chip starts per clock cycle
+    peak_flops: float  # FLOP/s at that rate
+    dtype: str  # the number format of that peak
+    source: str  # where the numbers come from
+
+    @property
+    def clock_hz(self) -> float:
+        """The clock the peak implies: peak / (2 FLOPs x multiply-adds per cycle)."""
+        return self.peak_flops / (2 * self.macs_per_cycle)
+
+
+REFERENCE_DEVICES = (specs.REFERENCE_GPU, specs.REFERENCE_TPU)
+
+
+def arithmetic_units(cpu: CPUInfo | None = None, devices: Sequence[str] = REFERENCE_DEVICES) -> list[ArithmeticUnits]:
+    """This CPU (estimated, FP32) next to published accelerators (their headline dtype), in multiply-adds per cycle."""
+    cpu = cpu or cpu_info()
+    lanes = cpu.simd_bits // 32
+    cores, units = int(cpu.cores.value), int(cpu.fma_units.value)
+    out = [ArithmeticUnits(
+        f"this CPU ({cpu.model})",
+        f"{cores} cores x {units} FMA units x {lanes} fp32 lanes ({cpu.simd})",
+        cores * units * lanes, cpu.peak_fp32, "float32", "estimated here (h.hardware().cpu)")]
+    for name in devices:
+        spec = specs.get(name)
+        if spec.mac_units is None:
+            raise ValueError(f"no published count of multiply-add units for {spec.name}")
+        design, count = spec.mac_units
+        dtype = "float32" if spec.kind == "gpu" else "bfloat16"
+        out.append(ArithmeticUnits(spec.name, design, count, spec.peak_for(dtype), dtype, f"published: {spec.source}"))
+    return out
+
+
+def units_table(units: Sequence[ArithmeticUnits]) -> Any:
+    """A Markdown table of `arithmetic_units()`: design, multiply-adds per cycle, implied clock, peak, source."""
+    rows = ["| device | what does the arithmetic | multiply-adds per cycle | clock (peak / 2 / multiply-adds) | peak "
+            "| source |",
+            "|---|---|---:|---:|---:|---|"]
+    rows += [f"| {u.device} | {u.design} | {u.macs_per_cycle:,} | {u.clock_hz / 1e9:.2f} GHz | "
+             f"{u.peak_flops / 1e12:,.3g} TFLOP/s {u.dtype} | {u.source} |" for u in units]
+    return _markdown("\n".join(rows))
+
+
+def peaks_figure(cpu: CPUInfo | None = None, devices: Sequence[str] = REFERENCE_DEVICES) -> Any:
+    """Bars of peak TFLOP/s on a log axis: this CPU (estimated here) beside published accelerator peaks."""
+    import plotly.graph_objects as go
+
+    from .plots import BACKEND_COLOURS, TEMPLATE
+
+    cpu = cpu or cpu_info()
+    labels, values, notes, colours = [], [], [], []
+
+    def bar(label: str, flops: float, note: str, colour: str) -> None:
+        labels.append(label)
+        values.append(flops / 1e12)
+        notes.append(note)
+        colours.append(colour)
+
+    cpu_colour = BACKEND_COLOURS["numpy"]  # the series' colours: NumPy (CPU), CuPy (GPU), JAX (TPU)
+    bar("this CPU, FP64", cpu.peak_fp64, "estimated here (half the FP32 lanes)", cpu_colour)
+    bar("this CPU, FP32", cpu.peak_fp32, f"estimated here: {cpu.formula()}", cpu_colour)
+    for name in devices:
+        spec = specs.get(name)
+        colour = BACKEND_COLOURS["cupy" if spec.kind == "gpu" else "jax"]
+        for dtype, flops in spec.peak_flops.items():
+            what = {"float32": "FP32", "tf32": "TF32 tensor", "float16": "FP16 tensor",
+                    "bfloat16": "BF16 MXU" if spec.kind == "tpu" else "BF16 tensor"}[dtype]
+            bar(f"{spec.name}, {what}", flops, f"published: {spec.source}", colour)
+    fig = go.Figure(go.Bar(x=labels, y=values, marker_color=colours, customdata=notes,
+                           text=[f"{v:,.3g}" for v in values], textposition="outside",
+                           hovertemplate="%{x}: %{y:,.3g} TFLOP/s<br>%{customdata}<extra></extra>"))
+    fig.update_layout(template=TEMPLATE, yaxis_title="TFLOP/s (log scale)", yaxis_type="log", height=420,
+                      showlegend=False, margin=dict(t=60, b=40),
+                      title="Peak TFLOP/s: this CPU (estimated here) and published accelerator peaks")
+    return fig
+
+
+# Reference answers the exercise checks compare a learner's code with. They live here, not in the notebook,
+# so that a check cell does not give the answer away.
+
+def peak_gflops(cores: int, ghz: float, fma_units: int, lanes: int) -> float:
+    """Peak GFLOP/s: cores x clock (GHz) x FMA units x SIMD lanes x 2 FLOPs per FMA."""
+    return cores * ghz * fma_units * lanes * 2
+
+
+def matmul_flops(m: int, k: int, n: int) -> int:
+    """FLOPs of an (m, k) @ (k, n) product: m*n outputs, each k multiplies and k adds."""
+    return 2 * m * k * n
+
+
+def dense_layer_flops(batch: int, n_in: int, n_out: int) -> int:
+    """FLOPs of a dense layer's forward pass, x @ W + b, for x of shape (batch, n_in)."""
+    return 2 * batch * n_in * n_out + batch * n_out
+
+
+def matmul_seconds(n: int, gflops: float) -> float:
+    """Seconds an n x n by n x n product takes at a rate of `gflops` GFLOP/s."""
+    return 2 * n**3 / (gflops * 1e9)

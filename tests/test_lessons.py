@@ -1,0 +1,56 @@
+"""helpers.lessons: the pieces chapters 00 and 01 share."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import lessons, project, specs, workloads
+from helpers.cpu import cpu_info
+
+
+def _text(shown: object) -> str:
+    return getattr(shown, "data", shown)  # IPython's Markdown keeps its text in .data
+
+
+def test_chapter_map_links_written_chapters_and_marks_planned_ones_coming() -> None:
+    text = _text(lessons.chapter_map())
+    for chapter in project.CHAPTERS:
+        assert f"[{chapter.title}]({chapter.file})" in text  # relative to notebooks/, where the reader is
+    written = {chapter.file[:2] for chapter in project.CHAPTERS}
+    for number, title, _ in lessons.PLANNED:
+        assert (f"| {number} | {title} (coming) |" in text) == (number not in written)
+
+
+def test_show_source_is_the_code_that_runs() -> None:
+    text = _text(lessons.show_source(workloads.axpby_loops))
+    assert text.startswith("```python\ndef axpby_loops(") and text.endswith("\n```")
+
+
+def test_line_bytecode_finds_the_multiply_add_of_the_inner_loop() -> None:
+    names = [ins.opname for ins in lessons.line_bytecode(workloads.matmul_loops, "total +=")]
+    assert names.count("BINARY_SUBSCR") == 4  # a[i][p] and b[p][j]
+    with pytest.raises(ValueError, match="no line"):
+        lessons.line_bytecode(workloads.matmul_loops, "not in the source")
+
+
+def test_arithmetic_units_imply_the_clock_of_each_peak() -> None:
+    cpu, t4, tpu = lessons.arithmetic_units()
+    assert cpu.clock_hz == pytest.approx(float(cpu_info().clock_hz.value))  # the CPU row agrees with its formula
+    t4_fp32 = specs.get("NVIDIA T4").peak_for("float32")
+    assert (t4.device, t4.macs_per_cycle, t4.peak_flops) == ("NVIDIA T4", 2560, t4_fp32)
+    assert (tpu.macs_per_cycle, tpu.dtype) == (4 * 128 * 128, "bfloat16")
+    assert 1e9 < t4.clock_hz < 2e9 and 1e9 < tpu.clock_hz < 2e9  # published peaks match published unit counts
+    assert "T4 datasheet" in _text(lessons.units_table([cpu, t4, tpu]))
+
+
+def test_peaks_figure_labels_estimated_and_published_bars() -> None:
+    bars = lessons.peaks_figure().data[0]
+    assert "this CPU, FP32" in bars.x and "NVIDIA T4, FP32" in bars.x and "TPU v5e, BF16 MXU" in bars.x
+    assert all(note.startswith(("estimated", "published")) for note in bars.customdata)
+
+
+def test_reference_answers() -> None:
+    assert lessons.peak_gflops(2, 2.5, 2, 8) == 160
+    assert lessons.matmul_flops(3, 5, 7) == 210
+    assert lessons.dense_layer_flops(7, 3, 5) == 2 * 7 * 3 * 5 + 7 * 5
+    assert lessons.matmul_seconds(1000, 2.0) == pytest.approx(1.0)
