@@ -1,0 +1,332 @@
+"""Notebook upkeep: keep the notebooks and the README chapter map in step with helpers/project.py.
+
+    python -m helpers notebooks sync [NOTEBOOK ...]     # write header, Colab set-up cell, metadata, README map
+    python -m helpers notebooks check                   # one line per thing out of step; exit 1 if any
+    python -m helpers notebooks execute [NOTEBOOK ...]  # sync, run top to bottom here, store the outputs
+
+Cell 0 (tagged `header`) and cell 1 (tagged `setup`) and the notebook metadata belong to this module; every other
+cell is the author's and is kept as it is, outputs included, less volatile metadata (execution timings). Needs the
+`dev` extra (nbformat, nbclient).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import nbformat
+from ipykernel.kernelspec import RESOURCES, get_kernel_dict
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
+
+from . import project
+
+#: The repository root; main() works on the notebooks and README.md under it.
+ROOT = Path(__file__).resolve().parent.parent
+CELL_TIMEOUT = 300  # seconds a cell may run under `execute`, as in the test suite
+USAGE = "usage: python -m helpers notebooks {sync [NOTEBOOK ...] | check | execute [NOTEBOOK ...]}"
+FIX = "run: python -m helpers notebooks sync"
+
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
+MAP_START, MAP_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
+#: Chapter.accelerator -> (notebook metadata "accelerator", Colab's "gpuType", what the header says).
+RUNTIMES = {"GPU": ("GPU", "T4", "GPU (T4)"), "TPU": ("TPU", "V5E1", "TPU (v5e-1)")}
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+#: Cell metadata that changes on every run or every Colab view: dropped so diffs stay quiet.
+VOLATILE_CELL_METADATA = ("execution", "executionInfo", "outputId", "colab")
+ROLES = ("header", "setup")  # the tags (and fixed cell ids) of cells 0 and 1
+
+SETUP_TEMPLATE = """\
+# On Colab only: install this series' helpers (once) and let ipywidgets render; elsewhere this cell does nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    import importlib.util
+    import subprocess
+
+    from google.colab import output
+
+    if importlib.util.find_spec("helpers") is None:
+        requirement = {requirement}
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], check=True)
+    output.enable_custom_widget_manager()"""
+
+
+class CellFailed(Exception):
+    """A notebook cell (by its index in the notebook) raised, timed out or killed its kernel."""
+
+    def __init__(self, index: int, error: str) -> None:
+        super().__init__(f"cell {index} failed: {error}")
+
+
+class _ThisPython(KernelSpecManager):
+    """Kernel specs that always give an ipykernel running this very interpreter, whatever else is installed."""
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        return KernelSpec(resource_dir=RESOURCES, **get_kernel_dict())
+
+
+def _runtime(chapter: project.Chapter) -> tuple[str, str, str] | None:
+    if chapter.accelerator is None:
+        return None
+    if chapter.accelerator not in RUNTIMES:
+        raise ValueError(f"{chapter.file}: accelerator {chapter.accelerator!r} is not one of {sorted(RUNTIMES)}")
+    return RUNTIMES[chapter.accelerator]
+
+
+def _badges(chapter: project.Chapter) -> tuple[str, str]:
+    return (f"[![Open In Colab]({COLAB_BADGE})]({project.colab_url(chapter.file)})",
+            f"[![Binder]({BINDER_BADGE})]({project.binder_url(chapter.file)})")
+
+
+def header_source(number: int, chapter: project.Chapter) -> str:
+    """The markdown of cell 0: title, promise, badges, time (and Colab runtime)."""
+    runtime = _runtime(chapter)
+    time_line = f"Estimated time: {chapter.minutes} minutes" + (f" · Runtime: {runtime[2]}" if runtime else "")
+    return "\n".join([f"# {number:02d} · {chapter.title}", "", chapter.promise, "", " ".join(_badges(chapter)), "",
+                      time_line])
+
+
+def setup_source() -> str:
+    """The code of cell 1: on Colab, install the helpers and enable widgets; elsewhere do nothing."""
+    return SETUP_TEMPLATE.format(requirement=json.dumps(project.pip_requirement()))
+
+
+def notebook_metadata(chapter: project.Chapter) -> dict:
+    """The whole notebook metadata: kernelspec, language and Colab's runtime request."""
+    metadata: dict = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}, "colab": {"provenance": []}}
+    runtime = _runtime(chapter)
+    if runtime:
+        metadata["accelerator"] = runtime[0]
+        metadata["colab"]["gpuType"] = runtime[1]
+    return metadata
+
+
+def _role(cell: NotebookNode) -> str | None:
+    tags = cell.get("metadata", {}).get("tags", [])
+    return next((role for role in ROLES if role in tags), None)
+
+
+def _fresh_id(index: int, cell: NotebookNode, taken: set[str]) -> str:
+    """A deterministic id for a cell that has none (or a clashing one), so sync writes the same bytes twice."""
+    salt = 0
+    while True:
+        cell_id = hashlib.sha1(f"{salt}:{index}:{cell.source}".encode()).hexdigest()[:8]
+        if cell_id not in taken:
+            return cell_id
+        salt += 1
+
+
+def synced(nb: NotebookNode, number: int, chapter: project.Chapter) -> NotebookNode:
+    """A copy of `nb` as sync writes it: fresh header and set-up cells, metadata, ids, no volatile metadata.
+
+    The set-up cell keeps its execution count (it prints nothing outside Colab, so it never has outputs).
+    """
+    old_setup = next((cell for cell in nb.cells if _role(cell) == "setup"), None)
+    header = nbformat.v4.new_markdown_cell(header_source(number, chapter), id="header", metadata={"tags": ["header"]})
+    setup = nbformat.v4.new_code_cell(setup_source(), id="setup", metadata={"tags": ["setup"]},
+                                      execution_count=old_setup.get("execution_count") if old_setup else None)
+    body = [copy.deepcopy(cell) for cell in nb.cells if _role(cell) is None]
+    taken = set(ROLES)
+    for index, cell in enumerate(body):
+        for key in VOLATILE_CELL_METADATA:
+            cell.metadata.pop(key, None)
+        cell_id = cell.get("id")
+        if not isinstance(cell_id, str) or cell_id in taken or not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", cell_id):
+            cell["id"] = _fresh_id(index, cell, taken)
+        taken.add(cell["id"])
+    return nbformat.v4.new_notebook(cells=[header, setup, *body], metadata=notebook_metadata(chapter))
+
+
+def dumps(nb: NotebookNode) -> str:
+    """The file text of `nb`, exactly as nbformat.write (and Jupyter) lay it out: indent 1, sorted keys."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def chapter_map() -> str:
+    """The README chapter map: a markdown table of every chapter with its badges."""
+    rows = ["| # | Notebook | What you get | Time | Colab | Binder |", "|---|---|---|---|---|---|"]
+    for number, chapter in enumerate(project.CHAPTERS):
+        runtime = _runtime(chapter)
+        duration = f"{chapter.minutes} min" + (f" · {runtime[2]}" if runtime else "")
+        cells = [f"{number:02d}", f"[{chapter.title}](notebooks/{chapter.file})", chapter.promise, duration,
+                 *_badges(chapter)]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows)
+
+
+def synced_readme(text: str) -> str | None:
+    """`text` with the chapter map between the markers rewritten; None when the markers are missing."""
+    pattern = re.compile(re.escape(MAP_START) + ".*?" + re.escape(MAP_END), re.DOTALL)
+    if not pattern.search(text):
+        return None
+    return pattern.sub(lambda _: f"{MAP_START}\n{chapter_map()}\n{MAP_END}", text, count=1)
+
+
+def _read(path: Path) -> tuple[str, NotebookNode]:
+    text = path.read_text(encoding="utf-8")
+    return text, nbformat.reads(text, as_version=4)
+
+
+def _difference(nb: NotebookNode, want: NotebookNode) -> str:
+    """Which parts of `nb` differ from what sync would write, in words."""
+    parts = [f"{role} cell" for position, role in enumerate(ROLES)
+             if len(nb.cells) <= position or _role(nb.cells[position]) != role
+             or nb.cells[position].source != want.cells[position].source]
+    if nb.metadata != want.metadata:
+        parts.append("metadata")
+    return ", ".join(parts) or "cell ids, volatile cell metadata or JSON layout"
+
+
+def _readme_problem(root: Path) -> str | None:
+    readme = root / "README.md"
+    if not readme.exists():
+        return "README.md: missing, so there is no chapter map"
+    text = readme.read_text(encoding="utf-8")
+    want = synced_readme(text)
+    if want is None:
+        return f"README.md: no {MAP_START} ... {MAP_END} markers: add them where the chapter map goes"
+    return None if want == text else f"README.md: chapter map out of step ({FIX})"
+
+
+def problems(root: Path) -> list[str]:
+    """Everything under `root` that is out of step with helpers/project.py, one line each."""
+    found = []
+    for number, chapter in enumerate(project.CHAPTERS):
+        path = root / "notebooks" / chapter.file
+        if not path.exists():
+            found.append(f"notebooks/{chapter.file}: missing (listed in helpers/project.py CHAPTERS)")
+            continue
+        try:
+            text, nb = _read(path)
+        except ValueError as exc:
+            found.append(f"notebooks/{chapter.file}: unreadable: {exc}")
+            continue
+        want = synced(nb, number, chapter)
+        if dumps(want) != text:
+            found.append(f"notebooks/{chapter.file}: {_difference(nb, want)} out of step ({FIX})")
+    listed = {chapter.file for chapter in project.CHAPTERS}
+    found += [f"notebooks/{path.name}: not in helpers/project.py CHAPTERS (add it there or remove it)"
+              for path in sorted((root / "notebooks").glob("*.ipynb")) if path.name not in listed]
+    readme = _readme_problem(root)
+    return found + ([readme] if readme else [])
+
+
+def _sync_readme(root: Path) -> tuple[bool, bool]:
+    """Rewrite the README map: (ok, changed). Says why when it cannot (no README, no markers)."""
+    readme = root / "README.md"
+    text = readme.read_text(encoding="utf-8") if readme.exists() else None
+    want = synced_readme(text) if text is not None else None
+    if want is None:
+        print(_readme_problem(root))
+        return False, False
+    if want != text:
+        readme.write_text(want, encoding="utf-8")
+        print("updated README.md")
+    return True, want != text
+
+
+def sync(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
+    """Write header, set-up cell and metadata of `chapters` (creating missing notebooks) and the README map."""
+    ok, changed = _sync_readme(root)
+    for number, chapter in chapters:
+        path = root / "notebooks" / chapter.file
+        try:
+            text, nb = _read(path) if path.exists() else (None, nbformat.v4.new_notebook())
+        except ValueError as exc:
+            print(f"notebooks/{chapter.file}: unreadable, left alone: {exc}")
+            ok = False
+            continue
+        new = dumps(synced(nb, number, chapter))
+        if new != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(new, encoding="utf-8")
+            print(f"{'updated' if text is not None else 'created'} notebooks/{chapter.file}")
+            changed = True
+    if ok and not changed:
+        print("everything already in step")
+    return 0 if ok else 1
+
+
+def run_notebook(nb: NotebookNode, cwd: Path, timeout: int = CELL_TIMEOUT) -> NotebookNode:
+    """Execute a copy of `nb` top to bottom in a fresh ipykernel of this interpreter, in directory `cwd`.
+
+    Raises CellFailed when a cell raises, runs past `timeout` seconds, or kills the kernel.
+    """
+    current = {"index": 0}
+
+    def on_cell_start(cell: NotebookNode, cell_index: int) -> None:
+        current["index"] = cell_index
+
+    client = NotebookClient(copy.deepcopy(nb), timeout=timeout, record_timing=False, on_cell_start=on_cell_start,
+                            km=AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_ThisPython()),
+                            resources={"metadata": {"path": str(cwd)}})
+    try:
+        return client.execute()
+    except CellExecutionError as exc:
+        raise CellFailed(current["index"], f"{exc.ename}: {exc.evalue}") from exc
+    except (CellTimeoutError, DeadKernelError) as exc:
+        raise CellFailed(current["index"], f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}") from exc
+
+
+def execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
+    """Sync, then re-execute `chapters` in order and store their outputs; a failing notebook is left unchanged."""
+    ok = _sync_readme(root)[0]
+    for number, chapter in chapters:
+        path = root / "notebooks" / chapter.file
+        if not path.exists():
+            print(f"notebooks/{chapter.file}: missing, nothing to execute (sync creates a skeleton)")
+            ok = False
+            continue
+        start = time.perf_counter()
+        try:
+            done = run_notebook(synced(_read(path)[1], number, chapter), root / "notebooks")
+        except (CellFailed, ValueError) as exc:  # ValueError: the file is not a notebook
+            print(f"notebooks/{chapter.file}: {exc}; file left unchanged")
+            ok = False
+            continue
+        path.write_text(dumps(synced(done, number, chapter)), encoding="utf-8")
+        print(f"notebooks/{chapter.file}: executed in {time.perf_counter() - start:.1f} s")
+    return 0 if ok else 1
+
+
+def _select(names: Sequence[str]) -> list[tuple[int, project.Chapter]]:
+    """(number, chapter) for each named notebook (a file name or a path to it), or for all when none is named."""
+    numbered = list(enumerate(project.CHAPTERS))
+    by_file = {chapter.file: (number, chapter) for number, chapter in numbered}
+    unknown = [name for name in names if Path(name).name not in by_file]
+    if unknown:
+        raise ValueError(f"unknown notebook {unknown[0]!r}: expected one of {', '.join(by_file)}")
+    return [by_file[Path(name).name] for name in names] if names else numbered
+
+
+def main(argv: list[str]) -> int:
+    """`python -m helpers notebooks ARGS`: 0 when all is well, 1 when out of step or failing, 2 on bad usage."""
+    if argv in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if not argv or argv[0] not in ("sync", "check", "execute") or (argv[0] == "check" and len(argv) > 1):
+        print(USAGE, file=sys.stderr)
+        return 2
+    command, names = argv[0], argv[1:]
+    if command == "check":
+        found = problems(ROOT)
+        print("\n".join(found) if found else "notebooks in step")
+        return 1 if found else 0
+    try:
+        chapters = _select(names)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return sync(chapters, ROOT) if command == "sync" else execute(chapters, ROOT)

@@ -1,0 +1,321 @@
+"""The notebooks: in step with helpers/project.py, stored from one clean run, and every exercise solvable.
+
+Fix most failures here with `python -m helpers notebooks sync` (header, set-up cell, metadata, README map) and
+`python -m helpers notebooks execute` (stored outputs).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat import NotebookNode
+
+from helpers import project, upkeep
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+FILES = [chapter.file for chapter in project.CHAPTERS]
+SYNC = "run `python -m helpers notebooks sync`"
+EXECUTE = "run `python -m helpers notebooks execute NOTEBOOK` to store outputs from one clean run"
+SOLUTION = re.compile(r"```python\n(.*?)```", re.DOTALL)
+VERDICTS = ("✅", "❌", "⏳")
+
+
+# ---------------------------------------------------------------- throwaway repositories for the upkeep tests
+
+
+def _throwaway_notebook() -> NotebookNode:
+    """An author's notebook before any sync: old format (no cell ids), no header or set-up, stray metadata."""
+    code = nbformat.v4.new_code_cell("x = 6 * 7\nprint(x)", execution_count=1,
+                                     outputs=[nbformat.v4.new_output("stream", text="42\n")])
+    code.metadata["execution"] = {"iopub.execute_input": "2024-01-01T00:00:00Z"}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Some prose."), code],
+                                  metadata={"language_info": {"name": "python", "version": "3.11.7"}})
+    nb.nbformat_minor = 4
+    for cell in nb.cells:
+        del cell["id"]
+    return nb
+
+
+@pytest.fixture
+def tmp_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the repository's notebooks and README under tmp_path (throwaways where none exist yet).
+
+    upkeep.main works on it for the duration of the test.
+    """
+    (tmp_path / "notebooks").mkdir()
+    for file in FILES:
+        if (NOTEBOOKS / file).exists():
+            shutil.copy(NOTEBOOKS / file, tmp_path / "notebooks" / file)
+        else:
+            nbformat.write(_throwaway_notebook(), tmp_path / "notebooks" / file)
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8") if readme.exists() else ""
+    if upkeep.MAP_START not in text:
+        text = f"# From Loops to TPUs\n\n{upkeep.MAP_START}\nstale\n{upkeep.MAP_END}\n\nMore prose.\n"
+    (tmp_path / "README.md").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(upkeep, "ROOT", tmp_path)
+    return tmp_path
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+# ---------------------------------------------------------------- 1. in step with helpers/project.py
+
+
+def test_repository_notebooks_exist_and_are_in_step() -> None:
+    found = upkeep.problems(ROOT)
+    assert not found, ("notebooks or README.md out of step with helpers/project.py:\n  " + "\n  ".join(found)
+                       + f"\nFix: {SYNC} (it also creates a missing notebook's header and set-up cells), "
+                       "then write the notebook's content.")
+
+
+def test_sync_is_idempotent(tmp_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nbformat.write(_throwaway_notebook(), tmp_repo / "notebooks" / FILES[-1])  # so the first sync has work to do
+    assert upkeep.main(["sync"]) == 0
+    assert f"updated notebooks/{FILES[-1]}" in capsys.readouterr().out
+    first = _snapshot(tmp_repo)
+    assert upkeep.main(["sync"]) == 0
+    assert _snapshot(tmp_repo) == first, "a second sync changed files: sync must be deterministic"
+    assert capsys.readouterr().out == "everything already in step\n"
+    assert upkeep.main(["check"]) == 0
+    assert capsys.readouterr().out == "notebooks in step\n"
+
+
+def test_sync_writes_header_setup_and_metadata_and_keeps_the_rest(tmp_repo: Path) -> None:
+    path = tmp_repo / "notebooks" / FILES[1]
+    nbformat.write(_throwaway_notebook(), path)
+    assert upkeep.main(["sync", f"notebooks/{FILES[1]}"]) == 0
+    nb = nbformat.read(path, as_version=4)
+    header, setup, prose, code = nb.cells
+    chapter = project.CHAPTERS[1]
+    assert (header.id, header.cell_type, header.metadata.tags) == ("header", "markdown", ["header"])
+    assert header.source.startswith(f"# 01 · {chapter.title}\n\n{chapter.promise}\n")
+    assert f"[![Open In Colab]({upkeep.COLAB_BADGE})]({project.colab_url(chapter.file)})" in header.source
+    assert f"[![Binder]({upkeep.BINDER_BADGE})]({project.binder_url(chapter.file)})" in header.source
+    assert header.source.endswith(f"Estimated time: {chapter.minutes} minutes")
+    assert (setup.id, setup.cell_type, setup.metadata.tags, setup.outputs) == ("setup", "code", ["setup"], [])
+    assert setup.source == upkeep.setup_source()
+    assert prose.source == "Some prose." and code.source == "x = 6 * 7\nprint(x)"
+    assert code.outputs[0].text == "42\n" and code.execution_count == 1
+    assert code.metadata == {}, "volatile execution metadata should be gone"
+    assert nb.nbformat_minor == 5 and len({cell.id for cell in nb.cells}) == 4
+    assert nb.metadata == {"kernelspec": upkeep.KERNELSPEC, "language_info": {"name": "python"},
+                           "colab": {"provenance": []}}
+
+
+def test_sync_repairs_an_altered_badge(tmp_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert upkeep.main(["sync"]) == 0
+    path = tmp_repo / "notebooks" / FILES[0]
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source = nb.cells[0].source.replace(project.colab_url(FILES[0]), "https://example.org/old-fork")
+    nbformat.write(nb, path)
+    capsys.readouterr()
+    assert upkeep.main(["check"]) == 1
+    assert capsys.readouterr().out == f"notebooks/{FILES[0]}: header cell out of step ({upkeep.FIX})\n"
+    assert upkeep.main(["sync"]) == 0
+    assert project.colab_url(FILES[0]) in nbformat.read(path, as_version=4).cells[0].source
+    assert upkeep.problems(tmp_repo) == []
+
+
+def test_check_detects_a_wrong_readme_map(tmp_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert upkeep.main(["sync"]) == 0
+    readme = tmp_repo / "README.md"
+    readme.write_text(readme.read_text(encoding="utf-8").replace(" min |", " minutes |", 1), encoding="utf-8")
+    capsys.readouterr()
+    assert upkeep.main(["check"]) == 1
+    assert capsys.readouterr().out == f"README.md: chapter map out of step ({upkeep.FIX})\n"
+    readme.write_text("# No map here\n", encoding="utf-8")
+    assert any("markers" in problem for problem in upkeep.problems(tmp_repo))
+    assert upkeep.main(["sync"]) == 1, "sync cannot place the map without markers"
+
+
+def test_check_reports_missing_and_unlisted_notebooks(tmp_repo: Path) -> None:
+    assert upkeep.main(["sync"]) == 0
+    (tmp_repo / "notebooks" / FILES[2]).unlink()
+    nbformat.write(_throwaway_notebook(), tmp_repo / "notebooks" / "99_scratch.ipynb")
+    assert upkeep.problems(tmp_repo) == [
+        f"notebooks/{FILES[2]}: missing (listed in helpers/project.py CHAPTERS)",
+        "notebooks/99_scratch.ipynb: not in helpers/project.py CHAPTERS (add it there or remove it)",
+    ]
+
+
+@pytest.mark.parametrize(("accelerator", "gpu_type", "hint"), [("GPU", "T4", "GPU (T4)"), ("TPU", "V5E1", "TPU")])
+def test_accelerator_chapters_ask_colab_for_their_runtime(accelerator: str, gpu_type: str, hint: str) -> None:
+    chapter = project.Chapter("07_fast.ipynb", "Fast", "Speed.", 20, accelerator)
+    nb = upkeep.synced(nbformat.v4.new_notebook(), 7, chapter)
+    assert nb.metadata.accelerator == accelerator and nb.metadata.colab == {"provenance": [], "gpuType": gpu_type}
+    assert f"Estimated time: 20 minutes · Runtime: {hint}" in nb.cells[0].source
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["check", "extra"], ["sync", "nope.ipynb"], ["execute", "-x"]])
+def test_bad_usage_exits_2_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert upkeep.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- the Colab set-up cell
+
+
+@pytest.mark.parametrize("file", [None, *FILES], ids=["generated", *FILES])
+def test_setup_cell_does_nothing_outside_colab(file: str | None) -> None:
+    if file is None:
+        source = upkeep.setup_source()
+    else:
+        setups = [cell.source for cell in _stored(file).cells if "setup" in _tags(cell)]
+        assert setups, f"no cell tagged `setup`: {SYNC}"
+        source = setups[0]
+    program = ("import sys\nbefore = set(sys.modules)\nexec(sys.argv[1], {})\n"
+               "assert set(sys.modules) == before, sorted(set(sys.modules) - before)")
+    ran = subprocess.run([sys.executable, "-c", program, source], capture_output=True, text=True, timeout=60)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", ""), "the set-up cell imported or printed something"
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_setup_cell_on_colab_installs_once_and_enables_widgets(installed: bool,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+    output = types.SimpleNamespace(enable_custom_widget_manager=lambda: calls.append("widgets"))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setitem(sys.modules, "google.colab", types.SimpleNamespace(output=output))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: find_spec(name, *args) if installed or name != "helpers" else None)
+    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
+    exec(upkeep.setup_source(), {})
+    pip = [sys.executable, "-m", "pip", "install", "-q", project.pip_requirement()]
+    assert calls == (["widgets"] if installed else [pip, "widgets"])
+
+
+# ---------------------------------------------------------------- execute
+
+
+def test_execute_runs_this_python_in_notebooks_dir_and_stores_a_clean_run(
+        tmp_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_repo / "notebooks" / FILES[0]
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import os\nimport sys\n\nprint(sys.executable)\nprint(os.getcwd())"),
+        nbformat.v4.new_markdown_cell("Between."),
+        nbformat.v4.new_code_cell("6 * 7", execution_count=9)])
+    nbformat.write(nb, path)
+    assert upkeep.main(["execute", FILES[0]]) == 0
+    assert re.search(rf"notebooks/{re.escape(FILES[0])}: executed in \d+\.\d s", capsys.readouterr().out)
+    stored = nbformat.read(path, as_version=4)
+    code = [cell for cell in stored.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code] == [1, 2, 3]
+    assert code[1].outputs[0].text.splitlines() == [sys.executable, str((tmp_repo / "notebooks").resolve())]
+    assert code[2].outputs[0].data["text/plain"] == "42"
+    assert all("execution" not in cell.metadata for cell in stored.cells)
+    assert not [p for p in upkeep.problems(tmp_repo) if FILES[0] in p], "execute must leave the notebook in step"
+
+
+def test_execute_failure_names_the_cell_and_leaves_the_file_unchanged(
+        tmp_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_repo / "notebooks" / FILES[0]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                                   nbformat.v4.new_code_cell("raise ValueError('boom')"),
+                                                   nbformat.v4.new_code_cell("y = 2")]), path)
+    before = path.read_bytes()
+    assert upkeep.main(["execute", FILES[0]]) == 1
+    assert f"notebooks/{FILES[0]}: cell 3 failed: ValueError: boom" in capsys.readouterr().out
+    assert path.read_bytes() == before
+
+
+def test_run_notebook_enforces_the_cell_timeout(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time\n\ntime.sleep(30)")])
+    with pytest.raises(upkeep.CellFailed, match="cell 0 failed: CellTimeoutError"):
+        upkeep.run_notebook(nb, tmp_path, timeout=1)
+
+
+# ---------------------------------------------------------------- 2. and 3. the stored notebooks
+
+
+def _stored(file: str) -> NotebookNode:
+    path = NOTEBOOKS / file
+    if not path.exists():
+        pytest.skip(f"notebooks/{file} is not written yet")
+    return nbformat.read(path, as_version=4)
+
+
+def _text(cell: NotebookNode) -> str:
+    """Everything a code cell printed or displayed as text."""
+    parts = [output.get("text", "") if output.output_type == "stream" else output.get("data", {}).get("text/plain", "")
+             for output in cell.get("outputs", [])]
+    return "".join(part if part.endswith("\n") or not part else part + "\n" for part in parts)
+
+
+def _tags(cell: NotebookNode) -> list[str]:
+    return cell.metadata.get("tags", [])
+
+
+def _exercises(nb: NotebookNode) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """(exercise index, check index, solution code) for each exercise, and how the notebook breaks the convention."""
+    found, broken = [], []
+    for index, cell in enumerate(nb.cells):
+        if "check" in _tags(cell) and (index == 0 or "exercise" not in _tags(nb.cells[index - 1])):
+            broken.append(f"cell {index}: a `check` cell must follow an `exercise` cell")
+        if "exercise" not in _tags(cell):
+            continue
+        check, solution = (nb.cells[index + offset] if index + offset < len(nb.cells) else None for offset in (1, 2))
+        blocks = SOLUTION.findall(solution.source) if solution and solution.cell_type == "markdown" else []
+        if cell.cell_type != "code" or not check or check.cell_type != "code" or "check" not in _tags(check):
+            broken.append(f"cell {index}: an `exercise` code cell must be followed by a `check` code cell")
+        elif "<details><summary>Solution</summary>" not in solution.source or len(blocks) != 1:
+            broken.append(f"cell {index + 2}: expected a markdown cell with <details><summary>Solution</summary> "
+                          "and one ```python block")
+        else:
+            found.append((index, index + 1, blocks[0]))
+    return found, broken
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_stored_outputs_come_from_one_clean_run(file: str) -> None:
+    nb = _stored(file)
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"no python3 kernelspec: {SYNC}"
+    counts = [cell.execution_count for cell in nb.cells if cell.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), f"execution counts {counts} are not 1..N: {EXECUTE}"
+    errors = [index for index, cell in enumerate(nb.cells)
+              if any(output.output_type == "error" for output in cell.get("outputs", []))]
+    assert not errors, f"error outputs stored in cells {errors}"
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_tags_and_exercises_follow_the_conventions(file: str) -> None:
+    nb = _stored(file)
+    misplaced = [index for index, cell in enumerate(nb.cells)
+                 if "nbval-ignore-output" in _tags(cell) and cell.cell_type != "code"]
+    assert not misplaced, f"`nbval-ignore-output` on cells {misplaced}, which are not code cells"
+    found, broken = _exercises(nb)
+    assert not broken, "exercise convention broken:\n" + "\n".join(broken)
+    assert len(found) >= 2, f"{len(found)} exercise/check/solution triples; every notebook needs at least two"
+    untouched = {check: _text(nb.cells[check]) for _, check, _ in found}
+    wrong = {index: text for index, text in untouched.items() if not text.lstrip().startswith("⏳")}
+    assert not wrong, (f"check cells whose stored output does not start with ⏳: {wrong}; leave the exercises "
+                       f"untouched and {EXECUTE}")
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_solutions_pass_their_checks(file: str) -> None:
+    nb = _stored(file)
+    found, broken = _exercises(nb)
+    assert found and not broken, "see test_tags_and_exercises_follow_the_conventions"
+    for exercise, _, solution in found:
+        nb.cells[exercise].source = solution
+    try:
+        done = upkeep.run_notebook(nb, NOTEBOOKS, timeout=300)
+    except upkeep.CellFailed as exc:
+        pytest.fail(f"{file} with every solution filled in: {exc}")
+    for _, check, _ in found:
+        verdicts = [line for line in _text(done.cells[check]).splitlines() if line.startswith(VERDICTS)]
+        assert verdicts and all(line.startswith("✅") for line in verdicts), (
+            f"{file} cell {check}: the solution above does not pass its check: {verdicts or 'no verdict printed'}")
