@@ -186,7 +186,7 @@ def speedup_bars(timings: Timings, horizontal: bool = True, title: str | None = 
     # (1x) still shows as a bar, and leave room on the right for the text outside the bars.
     value_axis = dict(type="log", title=dict(text=f"speed-up over {base_label} (log scale)"),
                       range=[lo - 0.5, hi + 0.9])
-    label_axis = dict(type="category", title=None, showgrid=False)
+    label_axis = dict(type="category", title=None, showgrid=False, automargin=True)  # room for long labels
     if horizontal:
         fig.update_layout(xaxis=value_axis, yaxis=dict(label_axis, autorange="reversed"))
     else:
@@ -430,6 +430,35 @@ def predict_time(spec_or_peak: Device, flops: float, bytes: float, dtype: str = 
     return max(float(flops) / r.roof(dtype).flops, float(bytes) / r.bandwidth)
 
 
+def _label_positions(points: Sequence[tuple[float, float]]) -> list[str]:
+    """Text positions that keep neighbouring point labels apart on a log-log plot.
+
+    Points at (nearly) the same x get labels alternately right and left; the others alternately below and
+    above, in order of x.
+    """
+    order = sorted(range(len(points)), key=lambda i: points[i])
+    positions = [""] * len(points)
+    cluster: list[int] = []
+    alternate = 0
+
+    def flush() -> None:
+        nonlocal alternate
+        if len(cluster) == 1:
+            positions[cluster[0]] = ("bottom center", "top center")[alternate % 2]
+            alternate += 1
+        for rank, i in enumerate(sorted(cluster, key=lambda i: points[i][1])):
+            if len(cluster) > 1:
+                positions[i] = ("middle right", "middle left")[rank % 2]
+        cluster.clear()
+
+    for i in order:
+        if cluster and abs(math.log(points[i][0] / points[cluster[0]][0])) > 0.05:
+            flush()
+        cluster.append(i)
+    flush()
+    return positions
+
+
 def _short_dtype(dtype: str) -> str:
     return {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, dtype)
 
@@ -505,7 +534,8 @@ def roofline(
                                       f"median {format_seconds(t.median)}"]))
         fig.add_trace(go.Scatter(
             x=[t.intensity for _, t in group], y=[t.gflops for _, t in group], mode="markers+text",
-            name=f"measured: {backend}", text=[label for label, _ in group], textposition="bottom center",
+            name=f"measured: {backend}", text=[label for label, _ in group],
+            textposition=_label_positions([(t.intensity, t.gflops) for _, t in group]),
             marker=dict(symbol="circle", size=12, color=colour(backend), line=dict(color="white", width=1)),
             hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
         ))

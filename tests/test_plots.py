@@ -265,3 +265,14 @@ def test_offline_renderer_by_default_colab_in_colab_and_user_choice_kept(monkeyp
     monkeypatch.setenv("PLOTLY_RENDERER", "json")
     assert plots.use_offline_renderer() == "json"
     assert "connected" not in pio.renderers.default
+
+
+def test_point_labels_at_the_same_intensity_go_left_and_right():
+    from helpers.plots import _label_positions
+
+    # three axpby-like points share an intensity; two matmul-like points are apart
+    points = [(0.25, 4.5), (0.25, 4.4), (0.25, 2.8), (85.0, 180.0), (170.0, 182.0)]
+    pos = _label_positions(points)
+    assert {pos[0], pos[1], pos[2]} == {"middle right", "middle left"}
+    assert pos[1] != pos[0]  # the two nearly equal y values get opposite sides
+    assert {pos[3], pos[4]} == {"bottom center", "top center"}
