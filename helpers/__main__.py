@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import NoReturn
 
-PROG = "loops-to-tpus"
+#: How the user called us, for error messages: `python -m helpers` or the `loops-to-tpus` console script.
+PROG = "python -m helpers" if sys.argv and sys.argv[0].endswith("__main__.py") else "loops-to-tpus"
 COMMANDS = ("bench", "hardware", "backends", "notebooks")
 
 
