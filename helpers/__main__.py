@@ -43,13 +43,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+#: The longest --budget accepted: a minute per measurement is already far more than any result needs.
+MAX_BUDGET = 60.0
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    if not (math.isfinite(value) and 0 < value <= MAX_BUDGET):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds between 0 and {MAX_BUDGET:g}")
     return value
 
 
@@ -142,8 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit status: 0 done, 2 bad command line (one line on stderr), 1 failed."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["notebooks"]:  # everything after the word belongs to the upkeep command
-        from .upkeep import main as upkeep_main
-
+        try:
+            from .upkeep import main as upkeep_main
+        except ImportError as exc:  # nbformat, nbclient and jupyter_client come with the dev extra only
+            print(f"{PROG} notebooks: needs the maintainers' tools ({exc.name} is missing): "
+                  "pip install -e '.[dev]' in a clone of the repository", file=sys.stderr)
+            return 2
         return upkeep_main(argv[1:])
     parser = build_parser()
     try:

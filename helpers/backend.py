@@ -6,9 +6,10 @@ with no GPU and fails at its first array. Every reason a backend is unusable com
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
@@ -183,6 +184,17 @@ def backend_of(x: Any) -> str | None:
     return None
 
 
+def backends_in(tree: Any, limit: int = 10_000) -> set[str]:
+    """The backends owning arrays among the first `limit` leaves of `tree` (a cap: loops return huge lists)."""
+    return {b for b in map(backend_of, itertools.islice(leaves(tree), limit)) if b is not None}
+
+
+def sync_each(tree: Any, names: Iterable[str]) -> None:
+    """Wait for the work of every backend in `names` (those that hold arrays of `tree`, or may be busy)."""
+    for name in sorted(names):
+        SYNCS[name](tree)
+
+
 def detect(*args: Any) -> str:
     """The single backend the arrays in `args` (searched through lists, tuples and dicts) belong to.
 
@@ -211,6 +223,10 @@ def to_backend(x: Any, name: str) -> Any:
     if name == "jax":
         import jax
 
+        if host.dtype == np.float64 and not jax.config.read("jax_enable_x64"):
+            raise ValueError("JAX stores float64 arrays as float32 unless its 64-bit mode is on: wrap the code in "
+                             "`with jax.enable_x64():` (or set jax.config.update('jax_enable_x64', True) at the "
+                             "start), or use float32")
         return jax.block_until_ready(jax.device_put(host))
     import cupy
 

@@ -7,11 +7,10 @@ array backends' size they would take minutes), so speed-ups compare FLOP rates, 
 
 from __future__ import annotations
 
-import contextlib
 import textwrap
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any, TextIO
@@ -19,7 +18,7 @@ from typing import Any, TextIO
 from . import workloads
 from .backend import ARRAY_BACKENDS, backends, require_usable
 from .hardware import Hardware, hardware
-from .timing import NOISY_SPREAD, NoisyTimingWarning, Timing, benchmark, format_fraction, format_seconds
+from .timing import NOISY_SPREAD, NoisyTimingWarning, Timing, format_fraction, format_seconds
 
 #: Backend names as the bench shows them: Python loops are 'loops' (the rest of the package says 'python').
 NAMES = ("loops", *ARRAY_BACKENDS)
@@ -94,31 +93,9 @@ class Result:
         return {**out, "speedup_vs_loops": self.speedup, "noisy": self.timing.noisy}
 
 
-@contextlib.contextmanager
-def _precision(backend: str, dtype: str) -> Iterator[None]:
-    """JAX computes in 32 bits unless told otherwise: switch on 64-bit floats while a float64 case runs."""
-    if backend != "jax" or dtype != "float64":
-        yield
-        return
-    import jax
-
-    x64 = getattr(jax, "enable_x64", None)  # JAX >= 0.8; older releases keep it in jax.experimental
-    if x64 is None:
-        from jax.experimental import enable_x64 as x64
-    with x64():
-        yield
-
-
 def measure(op: str, backend: str, n: int, dtype: str, budget: float) -> Timing:
-    """Time `op` at size n on `backend` (a display name), inputs already on the device, work counted."""
-    work = workloads.get(op)
-    name = _internal(backend)
-    with _precision(name, dtype):
-        args = workloads.make_inputs(op, n, dtype, name)
-        itemsize = 8 if backend == "loops" or dtype == "float64" else 4  # Python floats are 64-bit
-        return benchmark(workloads.runner(op, name), *args, backend=name, flops=work.flops(n),
-                         bytes=work.bytes(n, itemsize), label=f"{op} {backend}", n=n,
-                         budget=budget, max_time=max(10.0, 3 * budget))
+    """Time `op` at size n on `backend` (a display name: loops, numpy, jax, cupy)."""
+    return workloads.measure(op, _internal(backend), n, dtype, budget, label=f"{op} {backend}")
 
 
 @dataclass(frozen=True)

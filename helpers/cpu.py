@@ -23,6 +23,9 @@ from threadpoolctl import threadpool_limits
 #: The best fraction of peak a tuned BLAS single-precision matmul reaches on a CPU (OpenBLAS, MKL and
 #: Accelerate top out at about 85-92%). Used only to turn a measured GFLOP/s into a lower bound on the clock.
 BLAS_BEST_EFFICIENCY = 0.9
+#: How far above a trusted clock the BLAS-implied clock must be before we conclude a matrix unit did the work.
+MATRIX_UNIT_FACTOR = 1.5
+_NEEDS_CLOCK = f", which needs at least this clock at {BLAS_BEST_EFFICIENCY:.0%} efficiency"
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,9 @@ class CPUInfo:
     fma_units: Sourced  # vector FMA pipes per core
     clock_hz: Sourced  # the clock used for the peak
     nominal_clock_hz: Sourced | None  # what the OS reports, if anything
-    peak_bandwidth: Sourced  # bytes/s, measured by a large NumPy copy
+    peak_bandwidth: Sourced  # bytes/s of main memory, measured by a large NumPy copy
+    blas_fp32_per_core: Sourced | None = None  # the best FP32 FLOP/s per core NumPy's BLAS reached here
+    matrix_unit: bool = False  # the BLAS beats the SIMD formula by far: it runs on a matrix unit (Apple AMX)
 
     @property
     def flops_per_cycle_fp32(self) -> int:
@@ -55,8 +60,11 @@ class CPUInfo:
 
     @property
     def peak_fp32_per_core(self) -> float:
-        """Peak FP32 FLOP/s of one core."""
-        return self.flops_per_cycle_fp32 * float(self.clock_hz.value)
+        """Peak FP32 FLOP/s of one core (at least what its BLAS demonstrated, where a matrix unit does the work)."""
+        simd = self.flops_per_cycle_fp32 * float(self.clock_hz.value)
+        if self.matrix_unit and self.blas_fp32_per_core is not None:
+            return max(simd, float(self.blas_fp32_per_core.value) / BLAS_BEST_EFFICIENCY)
+        return simd
 
     @property
     def peak_fp32(self) -> float:
@@ -75,11 +83,14 @@ class CPUInfo:
     def formula(self) -> str:
         """The peak FP32 arithmetic, spelled out with this machine's numbers."""
         lanes = self.simd_bits // 32
-        return (
-            f"{self.cores.value} cores x {float(self.clock_hz.value) / 1e9:.2f} GHz x "
-            f"{self.fma_units.value} FMA units x {lanes} fp32 lanes ({self.simd}) x 2 FLOP/FMA "
-            f"= {self.peak_fp32 / 1e9:,.0f} GFLOP/s"
-        )
+        cores = int(self.cores.value)
+        simd = self.flops_per_cycle_fp32 * float(self.clock_hz.value) * cores
+        text = (f"{cores} cores x {float(self.clock_hz.value) / 1e9:.2f} GHz x {self.fma_units.value} FMA units x "
+                f"{lanes} fp32 lanes ({self.simd}) x 2 FLOP/FMA = {simd / 1e9:,.0f} GFLOP/s")
+        if self.peak_fp32 > simd:
+            text += (f"; NumPy's BLAS beat that on a matrix unit beside the SIMD lanes (such as Apple's AMX), so the "
+                     f"peak is set from it: {self.peak_fp32 / 1e9:,.0f} GFLOP/s")
+        return text
 
     def sources(self) -> dict[str, str]:
         """Where each input of the peak formula came from."""
@@ -122,11 +133,25 @@ def _cpuinfo_fields(text: str) -> dict[str, str]:
     return fields
 
 
+def _cgroup_cpu_limit() -> int | None:
+    """CPUs a container's quota allows (Binder, Kubernetes), rounded up; None when there is no quota."""
+    quota, period = (_read("/sys/fs/cgroup/cpu.max").split() + ["", ""])[:2]  # cgroup v2: "150000 100000"
+    if not quota.isdigit():  # cgroup v1; a quota of -1 means none
+        quota = _read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").strip()
+        period = _read("/sys/fs/cgroup/cpu/cpu.cfs_period_us").strip()
+    if quota.isdigit() and period.isdigit() and int(period) > 0:
+        return max(1, -(-int(quota) // int(period)))
+    return None
+
+
 def _logical_cpus() -> int:
+    """CPUs this process may run on: its affinity mask, capped by a container's CPU quota."""
     try:
-        return len(os.sched_getaffinity(0))
+        count = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
+        count = os.cpu_count() or 1
+    limit = _cgroup_cpu_limit()
+    return min(count, limit) if limit else count
 
 
 def detect_simd(flags: set[str], arch: str) -> tuple[str, int]:
@@ -261,16 +286,24 @@ def cpu_info() -> CPUInfo:
     per_core = max(all_cores / int(cores.value), one_core)
     floor_hz = per_core / (per_core_cycle * BLAS_BEST_EFFICIENCY)
     evidence = (f"NumPy's BLAS measured {per_core / 1e9:,.1f} GFLOP/s per core here (best of all cores together and "
-                f"one alone), which needs at least this clock at {BLAS_BEST_EFFICIENCY:.0%} efficiency")
-    if nominal is None:
+                f"one alone){_NEEDS_CLOCK}")
+    # A clock the vendor publishes (or cpufreq's maximum) is trusted; a VM's 'cpu MHz' is not. Far above a
+    # trusted clock, the BLAS is not running on the SIMD lanes at all but on a matrix unit (Apple's AMX).
+    trusted = nominal is not None and not nominal.source.startswith("/proc/cpuinfo")
+    matrix_unit = trusted and floor_hz > MATRIX_UNIT_FACTOR * float(nominal.value)
+    if matrix_unit:
+        clock = Sourced(float(nominal.value), nominal.source)
+    elif nominal is None:
         clock = Sourced(floor_hz, f"no clock reported; lower bound: {evidence}")
     elif floor_hz > float(nominal.value):
         clock = Sourced(floor_hz, f"raised from the reported {float(nominal.value) / 1e9:.2f} GHz: {evidence} "
                                   "(cores boost above the nominal clock)")
     else:
         clock = Sourced(float(nominal.value), nominal.source)
-    bandwidth = Sourced(measure_bandwidth(), "measured here: best of 3 NumPy copies of 64 MiB (read + write)")
+    bandwidth = Sourced(measure_bandwidth(), "main memory, measured here: best of 3 NumPy copies of 64 MiB "
+                                             "(read + write, one thread)")
     return CPUInfo(
         model=brand, arch=arch, logical_cpus=logical, cores=cores, simd=simd, simd_bits=simd_bits,
         fma_units=fma, clock_hz=clock, nominal_clock_hz=nominal, peak_bandwidth=bandwidth,
+        blas_fp32_per_core=Sourced(per_core, evidence.removesuffix(_NEEDS_CLOCK)), matrix_unit=matrix_unit,
     )

@@ -82,7 +82,7 @@ class Hardware:
             ("CPU", f"{c.model} ({c.arch}), {c.logical_cpus} CPUs usable, {c.cores.value} cores, {c.simd}"),
             ("CPU peak FP32", c.formula()),
             ("CPU peak FP64", f"{c.peak_fp64 / 1e9:,.0f} GFLOP/s (half the FP32 lanes)"),
-            ("CPU memory bandwidth", f"{c.peak_bandwidth.value / 1e9:,.1f} GB/s (measured)"),
+            ("CPU main-memory bandwidth", f"{c.peak_bandwidth.value / 1e9:,.1f} GB/s (measured)"),
         ]
         rows += [(f"{what} from", why) for what, why in c.sources().items()]
         rows += [(a.kind.upper(), a.summary()) for a in self.accelerators] or [("GPU / TPU", "none usable here")]

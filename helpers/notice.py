@@ -39,9 +39,11 @@ def accelerator_backend(kind: str) -> str:
 
 
 def _show(kind: str, reason: str, stand_in: str) -> None:
-    title = f"No {kind.upper()} here: this notebook runs on the CPU instead ({stand_in})."
+    where = "the CPU" if kind == "gpu" else f"JAX on this machine's {backends()['jax'].device_kind.upper()}"
+    title = f"No {kind.upper()} here: this notebook runs on {where} instead ({stand_in})."
     lines = [f"What we found: {reason}.", _HOW_TO[kind],
-             "Timings below are this CPU's; the accelerator's numbers are predictions from published specs."]
+             f"Timings below are measured on {where}; the {kind.upper()}'s numbers are predictions from its "
+             "published specs."]
     if "IPython" in sys.modules:
         from IPython import get_ipython
         from IPython.display import HTML, display

@@ -7,11 +7,12 @@ time budget is spent, and the result reports a robust median with its spread.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html import escape
 from numbers import Integral, Real
 from typing import Any
@@ -181,15 +182,15 @@ def _positive(name: str, value: Any, allow_none: bool = True) -> float | None:
     return float(value)
 
 
-def _dtype_of(tree: Any) -> str | None:
-    for leaf in _backends.leaves(tree):
+def _dtype_of(tree: Any, limit: int = 10_000) -> str | None:
+    """The dtype of the first array among the first `limit` leaves; 'float64' for Python floats."""
+    found_float = False
+    for leaf in itertools.islice(_backends.leaves(tree), limit):
         dtype = getattr(leaf, "dtype", None)
         if dtype is not None:
             return str(dtype)
-    for leaf in _backends.leaves(tree):
-        if isinstance(leaf, float):
-            return "float64"
-    return None
+        found_float = found_float or isinstance(leaf, float)
+    return "float64" if found_float else None
 
 
 def _device_kind(backend: str, tree: Any) -> str:
@@ -208,7 +209,7 @@ def benchmark(
     flops: float | None = None,
     bytes: float | None = None,  # noqa: A002 - the natural name, next to flops
     label: str | None = None,
-    dtype: str | None = None,
+    dtype: str | Any | None = None,
     n: int | None = None,
     budget: float = 0.5,
     max_time: float = 10.0,
@@ -241,6 +242,11 @@ def benchmark(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    if dtype is not None:
+        try:
+            dtype = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+        except TypeError:
+            raise ValueError(f"dtype must be a dtype name such as 'float32', or a NumPy dtype; got {dtype!r}") from None
     if n is not None and (not isinstance(n, Integral) or isinstance(n, bool) or n <= 0):
         raise ValueError(f"n (problem size) must be a positive integer, got {n!r}")
     n = None if n is None else int(n)
@@ -249,45 +255,38 @@ def benchmark(
     if backend is not None and found not in ("python", backend) and not (backend == "python" and found == "numpy"):
         raise ValueError(f"benchmark(backend={backend!r}) got {found} arrays; move them first with "
                          f"helpers.to_backend(x, {backend!r}) so the transfer is not timed on every call")
-    chosen = backend or (found if found != "python" else None)
+    busy = {found} | ({backend} if backend else set())
+    _backends.sync_each(args, busy)  # nothing queued before us may leak into our first sample
 
-    def timed_call(count: int, sync: Callable[[Any], None]) -> tuple[float, Any]:
+    def timed_call(count: int) -> tuple[float, Any]:
         t0 = clock()
         for _ in range(count):
             out = fn(*args)
-        sync(out)  # wait for the device: without this we would time the launch, not the work
+        _backends.sync_each(out, busy)  # wait for the devices: without this we would time the launch, not the work
         return clock() - t0, out
 
-    _backends.sync(args, chosen or found)  # nothing queued before us may leak into our first sample
-    first, out = timed_call(1, _backends.SYNCS[chosen] if chosen else (lambda tree: _backends.sync(tree)))
-    chosen = chosen or _backends.detect(out)
-    sync = _backends.SYNCS[chosen]
-    # A function can return arrays of another backend than its arguments (a jitted JAX function fed NumPy
-    # arrays returns JAX arrays still being computed): wait for those devices too, or we would time the launch.
-    others = set() if chosen == "python" else {b for b in map(_backends.backend_of, _backends.leaves(out))
-                                                if b not in (None, chosen)}
-    if others:
-        waits = [sync] + [_backends.SYNCS[b] for b in sorted(others)]
-
-        def sync_all(tree: Any) -> None:
-            for wait in waits:
-                wait(tree)
-
-        sync = sync_all
-        sync(out)  # the first call's device work must not leak into the next sample
+    # The first call also shows where the results live: a jitted JAX function fed NumPy arrays returns JAX
+    # arrays still being computed. Every backend holding results is waited for, on this call and all later ones.
+    t0 = clock()
+    out = fn(*args)
+    busy |= _backends.backends_in(out)
+    _backends.sync_each(out, busy)
+    first = clock() - t0
+    on_device = [b for b in ("cupy", "jax") if b in busy]
+    chosen = backend or (on_device[0] if on_device else "numpy" if "numpy" in busy else "python")
     spent = first
 
     per_call = first
     for _ in range(warmup):
         if spent >= budget:
             break
-        per_call, out = timed_call(1, sync)
+        per_call, out = timed_call(1)
         spent += per_call
 
     number = max(1, int(MIN_SAMPLE_SECONDS / per_call)) if per_call > 0 else 1000
     samples: list[float] = []
     while True:
-        elapsed, out = timed_call(number, sync)
+        elapsed, out = timed_call(number)
         samples.append(elapsed / number)
         spent += elapsed
         if len(samples) >= max_repeats or spent >= max_time:
@@ -295,11 +294,16 @@ def benchmark(
         if len(samples) >= min_repeats and spent - first >= budget:
             break
 
-    dtype = dtype or _dtype_of(args) or _dtype_of(out)
+    actual = _dtype_of(args) or _dtype_of(out)
+    if dtype is not None and actual is not None and dtype != actual and _backends.backends_in((args, out)):
+        raise ValueError(f"benchmark(dtype={dtype!r}) but the arrays are {actual}: leave dtype out, or make the "
+                         f"inputs {dtype} (JAX needs `with jax.enable_x64():` for float64)")
+    dtype = dtype or actual
     peak = hardware().peak(chosen, dtype or "float32", _device_kind(chosen, (args, out)))
     result = Timing(label or getattr(fn, "__name__", "fn"), chosen, dtype, np.asarray(samples), number, first,
                     flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
-    if result.fraction_of_peak is not None and result.fraction_of_peak > 1:
+    # Only a compute roof is a hard limit: data that fits in cache beats the main-memory bandwidth honestly.
+    if result.flops and result.fraction_of_peak is not None and result.fraction_of_peak > 1:
         warnings.warn(f"{result.label}: {format_fraction(result.fraction_of_peak)} of the peak is impossible: either "
                       "the timing missed a device sync or the peak estimate is too low "
                       f"({result.peak.source if result.peak else ''}). Please report it.", stacklevel=2)
@@ -365,8 +369,7 @@ def compare(timings: Mapping[str, Timing] | Iterable[Timing]) -> Comparison:
         for label, t in timings.items():
             if not isinstance(t, Timing):
                 raise TypeError(f"compare() needs Timing results from benchmark(); {label!r} is {type(t).__name__}")
-            t.label = str(label)
-            items.append(t)
+            items.append(replace(t, label=str(label)))  # a relabelled copy: the caller's timing stays as it was
     else:
         items = list(timings)
         for t in items:

@@ -320,6 +320,10 @@ def main(argv: list[str]) -> int:
         print(USAGE, file=sys.stderr)
         return 2
     command, names = argv[0], argv[1:]
+    if not (ROOT / "notebooks").is_dir():
+        print(f"python -m helpers notebooks works on a clone of the repository, with the package installed "
+              f"editable (pip install -e '.[dev]'); {ROOT} is not one", file=sys.stderr)
+        return 2
     if command == "check":
         found = problems(ROOT)
         print("\n".join(found) if found else "notebooks in step")

@@ -20,7 +20,7 @@ from IPython.display import display
 from . import plots, workloads
 from .backend import NAMES
 from .backend import backends as _backends
-from .timing import NoisyTimingWarning, Timing, benchmark, format_fraction, format_seconds
+from .timing import NoisyTimingWarning, Timing, format_fraction, format_seconds
 
 #: Sizes offered when the caller gives none.
 DEFAULT_SIZES: dict[str, tuple[int, ...]] = {
@@ -64,7 +64,6 @@ class Explorer(widgets.VBox):
         self.latest: dict[str, Timing] = {}  # backend -> what the last update measured
         self.figures: tuple[Any, ...] = ()  # the plotly figures the last update drew
         self.notes: list[str] = []  # what the last update skipped or could not do
-        self._runners: dict[str, Any] = {}
 
         usable = set(_backends().usable()) | {"python"}
         offered = [b for b in NAMES if b in usable]
@@ -99,20 +98,11 @@ class Explorer(widgets.VBox):
 
     # -- measuring ---------------------------------------------------------------------------------------------
 
-    def _runner(self, backend: str) -> Any:
-        if backend not in self._runners:  # one jax.jit per backend, so JAX compiles once per shape, not per update
-            self._runners[backend] = workloads.runner(self.op, backend)
-        return self._runners[backend]
-
     def _measure_one(self, backend: str, n: int, dtype: str, budget: float) -> Timing:
-        dtype = "float64" if backend == "python" else dtype  # Python floats are 64-bit whatever we ask for
-        args = workloads.make_inputs(self.op, n, dtype, backend)
-        itemsize = np.dtype(dtype).itemsize
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NoisyTimingWarning)  # a one-off explorer point: noise is shown, not warned
-            t = benchmark(self._runner(backend), *args, backend=backend, flops=self.workload.flops(n),
-                          bytes=self.workload.bytes(n, itemsize), label=_backend_label(backend), dtype=dtype, n=n,
-                          budget=budget, max_time=max(3 * budget, 0.05), min_repeats=3)
+            t = workloads.measure(self.op, backend, n, dtype, budget, label=_backend_label(backend),
+                                  max_time=max(3 * budget, 0.05), min_repeats=3)
         self.timings = [p for p in self.timings if (p.backend, p.dtype, p.n) != (t.backend, t.dtype, t.n)] + [t]
         return t
 

@@ -6,14 +6,17 @@ its FLOP and byte counts so a timing can be turned into GFLOP/s, GB/s and a poin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from numbers import Integral
 from typing import Any
 
 import numpy as np
 
 from .backend import array_module, check_name, require_usable, to_backend
+from .timing import Timing, benchmark
 
 DTYPES = ("float32", "float64")
 
@@ -106,15 +109,17 @@ def make_inputs(op: str, n: int, dtype: str = "float32", backend: str = "numpy",
     require_usable(backend)
     rng = np.random.default_rng(seed)
     shape = (n, n) if op == "matmul" else (n,)
-    arrays = [rng.standard_normal(shape).astype(dtype) for _ in range(2)]
+    arrays = [rng.standard_normal(shape, dtype=dtype) for _ in range(2)]  # no float64 copy first: memory is tight
     moved = [to_backend(x, backend) for x in arrays]
     return tuple(moved) if op == "matmul" else (2.0, moved[0], 3.0, moved[1])
 
 
+@cache
 def runner(op: str, backend: str) -> Callable[..., Any]:
     """The function that does `op` in `backend`'s style: Python loops for 'python', whole arrays otherwise.
 
-    The JAX version is jit-compiled, as JAX code is meant to run.
+    The JAX version is jit-compiled, as JAX code is meant to run; it is made once, so JAX compiles once per
+    shape and dtype however often it is measured.
     """
     work = get(op)
     check_name(backend)
@@ -126,3 +131,33 @@ def runner(op: str, backend: str) -> Callable[..., Any]:
 
         return jax.jit(work.vectorised)
     return work.vectorised
+
+
+@contextmanager
+def precision(backend: str, dtype: str) -> Iterator[None]:
+    """JAX computes in 32 bits unless told otherwise: switch on its 64-bit mode while a float64 case runs."""
+    if backend != "jax" or dtype != "float64":
+        yield
+        return
+    import jax
+
+    x64 = getattr(jax, "enable_x64", None)  # JAX >= 0.8; older releases keep it in jax.experimental
+    if x64 is None:
+        from jax.experimental import enable_x64 as x64
+    with x64():
+        yield
+
+
+def measure(op: str, backend: str, n: int, dtype: str = "float32", budget: float = 0.5, **options: Any) -> Timing:
+    """Time `op` at size n on `backend`: inputs made on the device first, FLOPs and bytes counted.
+
+    Python loops always work in float64 (Python's float). `options` go to `benchmark` (label, max_time, ...).
+    """
+    work = get(op)
+    dtype = "float64" if backend == "python" else dtype
+    options.setdefault("label", f"{op} {backend}")
+    options.setdefault("max_time", max(10.0, 3 * budget))
+    with precision(backend, dtype):
+        args = make_inputs(op, n, dtype, backend)
+        return benchmark(runner(op, backend), *args, backend=backend, flops=work.flops(n),
+                         bytes=work.bytes(n, np.dtype(dtype).itemsize), n=n, budget=budget, **options)

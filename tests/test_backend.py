@@ -197,8 +197,15 @@ def test_python_gives_lists():
     np.testing.assert_array_equal(to_backend([[1.0, 2.0]], "numpy"), np.array([[1.0, 2.0]]))
 
 
+def test_float64_to_jax_without_64_bit_mode_is_refused_not_silently_halved():
+    with pytest.raises(ValueError, match="enable_x64"):
+        to_backend(np.ones(2), "jax")
+    with jax.enable_x64():
+        assert to_backend(np.ones(2), "jax").dtype == np.float64
+
+
 def test_containers_are_moved_whole():
-    moved = to_backend((np.ones(2), [np.zeros(1)], {"k": np.ones(3)}), "jax")
+    moved = to_backend((np.ones(2, np.float32), [np.zeros(1, np.float32)], {"k": np.ones(3, np.float32)}), "jax")
     assert isinstance(moved, tuple) and isinstance(moved[1], list) and isinstance(moved[2], dict)
     assert detect(moved) == "jax"
     assert moved[2]["k"].shape == (3,)

@@ -104,6 +104,7 @@ def test_a_reading_above_peak_is_flagged_loudly() -> None:
     ["bench", "--backends", "numpy,tpu"],
     ["bench", "--backends", ","],
     ["bench", "--budget", "nan"],
+    ["bench", "--budget", "1e308"],
     ["bench", "--frobnicate"],
     ["bench", "--json", "{missing}/out.json"],
     ["bench", "--html", "{tmp}"],
@@ -180,3 +181,10 @@ def test_module_entry_point(tmp_path: Path) -> None:
     assert "speed-up" in done.stdout and "Traceback" not in done.stderr
     results = json.loads(path.read_text())["results"]
     assert {r["backend"] for r in results} >= {"loops", "numpy"}
+
+
+def test_notebook_upkeep_without_the_dev_tools_says_what_to_install(monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "helpers.upkeep", None)  # as if nbclient & co were not installed
+    assert main(["notebooks", "check"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install -e '.[dev]'" in err and "Traceback" not in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -238,7 +239,7 @@ def test_closure_returning_jax_arrays_is_synced(monkeypatch, clock, fake_roof):
 def test_jax_output_from_numpy_arguments_is_synced(monkeypatch, clock, fake_roof):
     launch = _async_device(monkeypatch, clock, 0.05)
     t = benchmark(launch, np.ones(3), budget=0.5, clock=clock)  # a jitted function fed NumPy arrays
-    assert t.backend == "numpy"
+    assert t.backend == "jax"  # labelled (and judged) by where the work ran, not where the inputs came from
     assert t.median == pytest.approx(0.05)
 
 
@@ -376,13 +377,19 @@ def test_cupy_without_a_gpu_says_why_and_what_to_do():
 def test_compare_speedups_against_the_first():
     slow, fast = _timing([2.0] * 3, flops=1e9), _timing([0.5] * 3, flops=1e9)
     table = compare({"loops": slow, "numpy": fast})
-    assert table.baseline is slow and slow.label == "loops" and fast.label == "numpy"
+    assert table.baseline.label == "loops" and table.timings[1].label == "numpy"
+    assert table.baseline.median == slow.median
+    assert slow.label == fast.label == "t"  # the caller's timings are not relabelled
+
+    same = compare({"x": fast, "y": fast})  # one timing under two names keeps both names
+    assert [t.label for t in same.timings] == ["x", "y"]
     assert table.speedups == {"loops": pytest.approx(1.0), "numpy": pytest.approx(4.0)}
     rows = table.rows()
     assert rows[1]["speed-up"] == "4x" and rows[1]["GFLOP/s"] == "2"
     assert "GB/s" not in rows[0]  # a column empty for every timing is left out
     assert "speed-ups against 'loops'" in str(table) and "<table>" in table._repr_html_()
-    assert compare([slow, fast]).speedups["numpy"] == pytest.approx(4.0)
+    listed = compare([dataclasses.replace(slow, label="a"), dataclasses.replace(fast, label="b")])
+    assert listed.speedups["b"] == pytest.approx(4.0)
 
 
 def test_compare_refuses_what_is_not_a_timing():
@@ -407,3 +414,20 @@ def test_format_seconds(seconds, text):
 ])
 def test_format_fraction(fraction, text):
     assert format_fraction(fraction) == text
+
+
+def test_a_dtype_that_disagrees_with_the_arrays_is_refused():
+    a = np.ones((4, 4), np.float32)
+    with pytest.raises(ValueError, match="arrays are float32"):
+        benchmark(np.matmul, a, a, dtype="float64", budget=0.01)
+    t = benchmark(np.matmul, a, a, dtype=np.float32, budget=0.01)  # a NumPy dtype is accepted too
+    assert t.dtype == "float32"
+    with pytest.raises(ValueError, match="dtype name"):
+        benchmark(np.matmul, a, a, dtype=object(), budget=0.01)
+
+
+def test_bandwidth_above_the_memory_roof_is_not_called_impossible(recwarn):
+    x = np.ones(2_000, np.float32)  # 8 kB: lives in cache, faster than main memory
+    out = np.empty_like(x)
+    benchmark(np.add, x, x, out, bytes=3 * x.nbytes, budget=0.01)
+    assert not [w for w in recwarn if "impossible" in str(w.message)]

@@ -19,6 +19,8 @@ from helpers.workloads import (
     matmul_bytes,
     matmul_flops,
     matmul_loops,
+    measure,
+    precision,
     runner,
 )
 
@@ -146,5 +148,22 @@ def test_jax_runner_is_jitted_and_correct():
 def test_every_style_gives_the_same_answer(op):
     reference = np.asarray(runner(op, "numpy")(*make_inputs(op, 5, "float64")), dtype=float)
     for name in ("python", "jax"):
-        got = np.asarray(runner(op, name)(*make_inputs(op, 5, "float64", backend=name)), dtype=float)
+        with precision(name, "float64"):  # JAX keeps float64 only in its 64-bit mode
+            got = np.asarray(runner(op, name)(*make_inputs(op, 5, "float64", backend=name)), dtype=float)
         np.testing.assert_allclose(got, reference, rtol=1e-5)
+
+
+def test_measure_counts_the_work_and_keeps_float64_on_jax():
+    t = measure("matmul", "jax", 16, "float64", budget=0.01)
+    assert t.dtype == "float64" and t.backend == "jax" and t.n == 16
+    assert t.flops == matmul_flops(16) and t.bytes == matmul_bytes(16, 8)
+    assert "half" in t.peak.source  # judged by the FP64 roof, not the FP32 one
+
+
+def test_measure_runs_loops_in_float64_whatever_is_asked():
+    t = measure("axpby", "python", 10, "float32", budget=0.01)
+    assert t.dtype == "float64" and t.bytes == axpby_bytes(10, 8)
+
+
+def test_runner_is_made_once_so_jax_compiles_once():
+    assert runner("matmul", "jax") is runner("matmul", "jax")
