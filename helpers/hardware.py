@@ -104,7 +104,7 @@ class Hardware:
 
     def peak(self, backend: str, dtype: str = "float32", device_kind: str | None = None) -> Peak:
         """The roofs for `backend` working in `dtype`, on the device its arrays live on."""
-        kind = device_kind or backends()[backend].device_kind if backend in ("jax", "cupy") else "cpu"
+        kind = (device_kind or backends()[backend].device_kind) if backend in ("jax", "cupy") else "cpu"
         if kind == "cpu":
             source = f"estimated: {self.cpu.formula()}"
             if dtype == "float64":

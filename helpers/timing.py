@@ -274,6 +274,10 @@ def benchmark(
     first = clock() - t0
     on_device = [b for b in ("cupy", "jax") if b in busy]
     chosen = backend or (on_device[0] if on_device else "numpy" if "numpy" in busy else "python")
+    actual = _dtype_of(args) or _dtype_of(out)  # checked now, before the repeats spend the budget
+    if dtype is not None and actual is not None and dtype != actual and _backends.backends_in((args, out)):
+        raise ValueError(f"benchmark(dtype={dtype!r}) but the arrays are {actual}: leave dtype out, or make the "
+                         f"inputs {dtype} (JAX needs `with jax.enable_x64():` for float64)")
     spent = first
 
     per_call = first
@@ -294,10 +298,6 @@ def benchmark(
         if len(samples) >= min_repeats and spent - first >= budget:
             break
 
-    actual = _dtype_of(args) or _dtype_of(out)
-    if dtype is not None and actual is not None and dtype != actual and _backends.backends_in((args, out)):
-        raise ValueError(f"benchmark(dtype={dtype!r}) but the arrays are {actual}: leave dtype out, or make the "
-                         f"inputs {dtype} (JAX needs `with jax.enable_x64():` for float64)")
     dtype = dtype or actual
     peak = hardware().peak(chosen, dtype or "float32", _device_kind(chosen, (args, out)))
     result = Timing(label or getattr(fn, "__name__", "fn"), chosen, dtype, np.asarray(samples), number, first,
