@@ -23,24 +23,13 @@ from . import specs
 from .cpu import CPUInfo, cpu_info
 from .project import CHAPTERS
 
-#: Chapters the series plans beyond those in `helpers.project.CHAPTERS`, shown as "coming" until they land.
-PLANNED: tuple[tuple[str, str, str], ...] = (
-    ("03", "GPU with CuPy", "The same work on a GPU: drop-in arrays, then your own CUDA kernels."),
-    ("04", "TPU with JAX", "Matrix products on a TPU's systolic arrays, and what precision they use."),
-    ("05", "Training", "A small neural network trained on each device: where the time goes."),
-)
-
 
 def chapter_map() -> Any:
-    """The series as a Markdown table (a plain string outside IPython): done chapters linked, planned ones 'coming'."""
+    """The series as a Markdown table (a plain string outside IPython), each chapter linked."""
     rows = ["| | chapter | what you get | time | runtime |", "|---|---|---|---|---|"]
-    done = {c.file[:2] for c in CHAPTERS}
     for c in CHAPTERS:
         rows.append(f"| {c.file[:2]} | [{c.title}]({c.file}) | {c.promise} | {c.minutes} min | "
                     f"{c.accelerator or 'any (CPU is enough)'} |")
-    for number, title, promise in PLANNED:
-        if number not in done:
-            rows.append(f"| {number} | {title} (coming) | {promise} | | |")
     return _markdown("\n".join(rows))
 
 

@@ -33,6 +33,15 @@ CHAPTERS: tuple[Chapter, ...] = (
             "Matrix multiply as Python loops: count the FLOPs, measure them, see how far from peak we are.", 30),
     Chapter("02_vectorised_numpy.ipynb", "Vectorised NumPy",
             "The same work vectorised: SIMD, BLAS and threads, and the CPU roofline.", 40),
+    Chapter("03_gpu_cupy.ipynb", "GPUs with CuPy",
+            "NumPy code on a GPU by changing one import, what copies and launches cost, then your own CUDA kernels.",
+            60, "GPU"),
+    Chapter("04_tpu_jax.ipynb", "TPUs with JAX",
+            "JAX compiles array code; matmul in bfloat16 on the TPU's systolic array, and one computation on 8 chips.",
+            60, "TPU"),
+    Chapter("05_training.ipynb", "Training a small network",
+            "One network on handwritten digits, trained with NumPy, CuPy, JAX and Keras: accuracy, speed, and why.",
+            45, "GPU"),
 )
 
 
