@@ -141,3 +141,27 @@ def get(name: str) -> DeviceSpec:
         known = ", ".join(s.name for s in ALL)
         raise KeyError(f"no published specs for {name!r}; known devices: {known}")
     return spec
+
+
+#: The host <-> device link of each accelerator as learners meet it: bytes/s one way, and the source. Every copy
+#: between NumPy (host memory) and the chip crosses it, at a small fraction of the device memory's bandwidth.
+HOST_LINKS: dict[str, tuple[float, str]] = {
+    "NVIDIA T4": (12 * GIGA, "PCIe Gen3 x16: about 12 GB/s measured on T4 hosts"),
+    "NVIDIA L4": (25 * GIGA, "PCIe Gen4 x16: about 25 GB/s measured (on A100 hosts)"),
+    "NVIDIA A100 40GB": (25 * GIGA, "PCIe Gen4 x16: about 25 GB/s measured"),
+    "NVIDIA A100 80GB": (25 * GIGA, "PCIe Gen4 x16: about 25 GB/s measured"),
+    "NVIDIA H100 SXM": (63 * GIGA, "PCIe Gen5 x16: 63 GB/s per direction, theoretical"),
+    "NVIDIA H200": (63 * GIGA, "PCIe Gen5 x16: 63 GB/s per direction, theoretical"),
+    "TPU v5e": (15 * GIGA, "host link: about 15 GB/s per chip"),
+}
+
+#: The fixed cost of one GPU call from Python (CuPy launch and dispatch), a floor under every call's time:
+#: the low end of the 10 to 50 µs the CuPy and JAX documentation give.
+LAUNCH_SECONDS = (10e-6, "a CuPy call costs roughly 10 to 50 µs of launch and dispatch (CuPy and JAX docs); "
+                         "the low end")
+
+
+def host_link(name: str) -> tuple[float, str] | None:
+    """(bytes/s, source) of the host link of the device called `name`, or None when none is on file."""
+    spec = lookup(name)
+    return HOST_LINKS.get(spec.name) if spec else None

@@ -1,0 +1,339 @@
+"""Chapter 03's kernels: their CUDA C sources, ElementwiseKernel snippets made whole, and running them.
+
+The same source serves both machines. Without a GPU, `compile_report` compiles it with NVRTC (`helpers.nvrtc`)
+for the T4 and the H100, so a learner still gets NVIDIA's real error messages. On a GPU, `raw_kernel` and
+`Elementwise.on_gpu` hand it to CuPy, which compiles it with its own NVRTC and launches it.
+
+    h.cuda.show("vector_add.cu")                         # the source, as the notebook shows it
+    h.cuda.compile_report(h.cuda.kernel_source("matmul.cu"), "matmul.cu")
+    k = h.cuda.Elementwise("float32 x", "float32 y", "y = x > 0 ? x : 0", "relu")
+    print(k.source())                                    # the whole CUDA C kernel the snippet becomes
+
+Every `Elementwise(...)` with literal arguments and every string holding `__global__` in a notebook is
+compiled by tests/test_cuda_sources.py, as are the .cu files in helpers/kernels/.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import nvrtc, specs
+from .backend import backends
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
+# --------------------------------------------------------------------------------------------------------------
+# Sources
+
+
+def kernel_files() -> list[str]:
+    """The .cu files shipped in helpers/kernels/."""
+    return sorted(p.name for p in KERNELS.glob("*.cu"))
+
+
+def kernel_source(file: str) -> str:
+    """The CUDA C in helpers/kernels/`file` (e.g. 'vector_add.cu'); a clear error naming the files otherwise."""
+    path = KERNELS / file
+    if not file.endswith(".cu") or not path.is_file():
+        raise FileNotFoundError(f"no kernel file {file!r}; the files are {', '.join(kernel_files())}")
+    return path.read_text(encoding="utf-8")
+
+
+def show(source_or_file: str) -> Any:
+    """A CUDA C source (or a .cu file of helpers/kernels/) as a Markdown code block: what runs is what you read."""
+    text = kernel_source(source_or_file) if source_or_file.endswith(".cu") else source_or_file
+    block = f"```cuda\n{text.strip()}\n```"
+    try:
+        from IPython.display import Markdown
+    except ImportError:
+        return block
+    return Markdown(block)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Compiling without a GPU
+
+
+def compile_report(source: str, name: str, archs: Sequence[str] = nvrtc.TARGET_ARCHS) -> list[nvrtc.Compiled]:
+    """Compile `source` with NVRTC for each of `archs` and print one line per result; [] when NVRTC is missing.
+
+    A compile error is raised (CompileError, with NVRTC's log): in a notebook, that is the message to read.
+    """
+    if not nvrtc.available():
+        print(f"{name}: not compiled here. {nvrtc.why()}")
+        return []
+    done = [nvrtc.compile_source(source, arch, name) for arch in archs]
+    print(f"{name}: compiled by NVRTC {nvrtc.version()} for " +
+          ", ".join(f"{c.arch} ({c.cubin_bytes:,} bytes of machine code)" for c in done))
+    for c in done:
+        if c.log.strip():
+            print(nvrtc.readable_log(c.log))
+    return done
+
+
+# --------------------------------------------------------------------------------------------------------------
+# ElementwiseKernel snippets, made into whole kernels
+
+#: NumPy dtype names ElementwiseKernel parameters may use, and their CUDA C types.
+C_TYPES = {
+    "bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
+    "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
+    "float32": "float", "float64": "double",
+}
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One ElementwiseKernel parameter: 'float32 x', 'T x' (a type placeholder) or 'raw T x' (whole array)."""
+
+    type: str
+    name: str
+    raw: bool = False
+
+
+def parse_params(text: str, what: str = "params") -> list[Param]:
+    """'float32 a, raw T x' -> [Param('float32', 'a'), Param('T', 'x', raw=True)], as CuPy reads them."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a string such as 'float32 x, float32 y'; got {type(text).__name__}")
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        words = part.split()
+        raw = bool(words) and words[0] == "raw"
+        words = words[1:] if raw else words
+        if len(words) != 2 or not all(_NAME.fullmatch(word) for word in words):
+            raise ValueError(f"cannot read {part!r} in {what} {text!r}: write each parameter as 'type name', "
+                             "e.g. 'float32 x', 'T x' or 'raw T x', separated by commas")
+        out.append(Param(words[0], words[1], raw))
+    names = [p.name for p in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{what} {text!r} uses a name twice")
+    return out
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """A CuPy ElementwiseKernel, kept as its parts so it can be compiled without a GPU and run on one.
+
+    in_params / out_params: 'float32 x, float32 y' (CuPy's syntax); operation: the CUDA C run for every index
+    `i`, with each parameter already bound to its element; name: the kernel's name.
+    """
+
+    in_params: str
+    out_params: str
+    operation: str
+    name: str = "kernel"
+    preamble: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.operation, str) or not self.operation.strip():
+            raise ValueError("operation must be a non-empty string of CUDA C, e.g. 'y = 2 * x'")
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise ValueError(f"name must be a C identifier such as 'saxpy'; got {self.name!r}")
+        clash = {p.name for p in self.inputs} & {p.name for p in self.outputs}
+        if clash:
+            raise ValueError(f"{', '.join(sorted(clash))} is both an input and an output; give them different names")
+
+    @property
+    def inputs(self) -> list[Param]:
+        """The input parameters, parsed."""
+        return parse_params(self.in_params, "in_params")
+
+    @property
+    def outputs(self) -> list[Param]:
+        """The output parameters, parsed."""
+        return parse_params(self.out_params, "out_params") if self.out_params.strip() else []
+
+    def placeholders(self) -> list[str]:
+        """Type placeholders (such as T) the parameters use: CuPy infers them from the arrays passed."""
+        return sorted({p.type for p in self.inputs + self.outputs if p.type not in C_TYPES})
+
+    def source(self, types: dict[str, str] | None = None) -> str:
+        """The whole CUDA C kernel the snippet becomes, as CuPy builds it: a grid-stride loop over `i`.
+
+        types binds each placeholder to a dtype name (default float32 for all). Errors in the operation are
+        reported by NVRTC at its own line numbers, in a file named '<name> (operation)'.
+        """
+        bound = {t: "float32" for t in self.placeholders()} | dict(types or {})
+        for placeholder, dtype in bound.items():
+            if dtype not in C_TYPES:
+                raise ValueError(f"type {placeholder} bound to {dtype!r}; accepted: {', '.join(C_TYPES)}")
+        unknown = [t for t in self.placeholders() if t not in bound]
+        if unknown:
+            raise ValueError(f"no type for placeholder(s) {', '.join(unknown)}")
+
+        def c_type(param: Param) -> str:
+            return C_TYPES[param.type] if param.type in C_TYPES else param.type
+
+        lines = [f"// The whole kernel CuPy's ElementwiseKernel makes of '{self.name}' (as helpers.cuda builds it)"]
+        lines += [f"typedef {C_TYPES[dtype]} {placeholder};" for placeholder, dtype in bound.items()]
+        if self.preamble.strip():
+            lines += [f'#line 1 "{self.name} (preamble)"', self.preamble.rstrip()]
+            so_far = sum(line.count("\n") + 1 for line in lines)
+            lines.append(f'#line {so_far + 2} "{self.name}.cu"')  # back to this file's own line numbers
+        args = [f"const {c_type(p)}* _in_{p.name}" for p in self.inputs]
+        args += [f"{c_type(p)}* _out_{p.name}" for p in self.outputs]
+        lines.append(f'extern "C" __global__ void {self.name}({", ".join([*args, "long long _n"])}) {{')
+        lines.append("    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < _n;"
+                     " i += (long long)blockDim.x * gridDim.x) {")
+        for p in self.inputs:
+            lines.append(f"        const {c_type(p)}* {p.name} = _in_{p.name};" if p.raw else
+                         f"        const {c_type(p)} {p.name} = _in_{p.name}[i];")
+        for p in self.outputs:
+            lines.append(f"        {c_type(p)}* {p.name} = _out_{p.name};" if p.raw else
+                         f"        {c_type(p)}& {p.name} = _out_{p.name}[i];")
+        lines += [f'#line 1 "{self.name} (operation)"', self.operation.rstrip(), ";"]
+        lines += ["    }", "}"]
+        return "\n".join(lines) + "\n"
+
+    def compile(self, archs: Sequence[str] = nvrtc.TARGET_ARCHS, types: dict[str, str] | None = None
+                ) -> list[nvrtc.Compiled]:
+        """Compile the whole kernel with NVRTC for each of `archs`; CompileError points into the operation."""
+        return [nvrtc.compile_source(self.source(types), arch, f"{self.name}.cu") for arch in archs]
+
+    def on_gpu(self) -> Any:
+        """The cupy.ElementwiseKernel itself (GPU only): CuPy builds and compiles its own version of source()."""
+        import cupy
+
+        return cupy.ElementwiseKernel(self.in_params, self.out_params, self.operation, self.name,
+                                      preamble=self.preamble)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Running on a GPU (thin on purpose: everything before the launch is shared with the CPU path and tested there)
+
+
+def gpu_here() -> bool:
+    """True when CuPy can run on a GPU in this session."""
+    return backends()["cupy"].usable
+
+
+def blocks_for(n: int, threads: int) -> int:
+    """Blocks of `threads` threads needed to give each of n elements a thread: ceil(n / threads)."""
+    for name, value in (("n", n), ("threads", threads)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return (int(n) + int(threads) - 1) // int(threads)
+
+
+@cache
+def raw_kernel(source: str, name: str) -> Any:
+    """cupy.RawKernel for the function `name` of `source` (GPU only); CuPy compiles it on first launch."""
+    import cupy
+
+    return cupy.RawKernel(source, name)
+
+
+def file_kernel(file: str, name: str) -> Any:
+    """cupy.RawKernel for the function `name` in helpers/kernels/`file` (GPU only)."""
+    return raw_kernel(kernel_source(file), name)
+
+
+def vector_add(a: Any, b: Any, threads: int = 256, grid_stride_blocks: int | None = None) -> Any:
+    """a + b by vector_add.cu on the GPU: one thread per element, or a grid-stride loop over fewer blocks."""
+    import cupy
+
+    n = a.size
+    out = cupy.empty_like(a)
+    if grid_stride_blocks is None:
+        file_kernel("vector_add.cu", "vector_add")((blocks_for(n, threads),), (threads,), (a, b, out, np.int32(n)))
+    else:
+        file_kernel("vector_add.cu", "vector_add_grid_stride")((grid_stride_blocks,), (threads,),
+                                                               (a, b, out, np.int32(n)))
+    return out
+
+
+MATMUL_TILE = 16
+
+
+def matmul_kernel(a: Any, b: Any, kernel: str = "matmul_tiled") -> Any:
+    """A @ B for square float32 matrices by matmul.cu's `kernel` ('matmul_naive' or 'matmul_tiled'), GPU only."""
+    import cupy
+
+    n = a.shape[0]
+    out = cupy.empty_like(a)
+    blocks = blocks_for(n, MATMUL_TILE)
+    file_kernel("matmul.cu", kernel)((blocks, blocks), (MATMUL_TILE, MATMUL_TILE), (a, b, out, np.int32(n)))
+    return out
+
+
+REDUCE_THREADS = 256
+
+
+def reduce_sum(x: Any, blocks: int = 1024) -> Any:
+    """sum(x) by reduce_sum.cu on the GPU: `blocks` partial sums, then one block adds them (a 0-d array)."""
+    import cupy
+
+    blocks = min(blocks, blocks_for(x.size, REDUCE_THREADS))
+    partial = cupy.empty(blocks, dtype=cupy.float32)
+    total = cupy.empty(1, dtype=cupy.float32)
+    kernel = file_kernel("reduce_sum.cu", "block_sum")
+    kernel((blocks,), (REDUCE_THREADS,), (x, partial, np.int32(x.size)))
+    kernel((1,), (REDUCE_THREADS,), (partial, total, np.int32(blocks)))
+    return total[0]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Predictions for the GPU that is not here
+
+
+@dataclass(frozen=True)
+class GPU:
+    """The GPU the chapter's numbers are judged by: the one here (measured), else the reference T4 (predicted).
+
+    spec: the published roofs; those of the T4 when there is no GPU, or one whose specs are not on file.
+    """
+
+    name: str
+    spec: specs.DeviceSpec
+    here: bool
+
+    @property
+    def label(self) -> str:
+        """How plots and text name this GPU's numbers: measured on it, or predicted from its specs."""
+        return f"{self.name} (measured)" if self.here else f"prediction ({self.spec.name} published specs)"
+
+    def host_link(self) -> tuple[float, str]:
+        """(bytes/s, source) of the PCIe link between this GPU and the host."""
+        return specs.host_link(self.spec.name) or specs.HOST_LINKS[specs.REFERENCE_GPU]
+
+    def predict_seconds(self, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
+                        copies: float = 0.0) -> float:
+        """Roofline time on this GPU, plus the per-launch floor, plus `copies` bytes over the host link."""
+        from .plots import predict_time
+
+        return (predict_time(self.spec, flops, bytes, dtype) + specs.LAUNCH_SECONDS[0]
+                + copies / self.host_link()[0])
+
+
+def gpu() -> GPU:
+    """The GPU here when CuPy can use one (measured); otherwise the T4, whose published specs give predictions."""
+    reference = specs.get(specs.REFERENCE_GPU)
+    if gpu_here():
+        from .hardware import hardware
+
+        card = next(iter(hardware().gpus), None)
+        if card is not None:
+            return GPU(card.name, card.spec or reference, True)
+    return GPU(reference.name, reference, False)
+
+
+def crossover(sizes: Sequence[float], cpu_seconds: Sequence[float], gpu_seconds: Sequence[float]) -> float | None:
+    """The smallest size from which the GPU is faster at every larger size measured, or None if it never is."""
+    if not (len(sizes) == len(cpu_seconds) == len(gpu_seconds)) or not sizes:
+        raise ValueError("sizes, cpu_seconds and gpu_seconds must be non-empty and of the same length")
+    order = np.argsort(sizes)
+    wins = [gpu_seconds[i] < cpu_seconds[i] for i in order]
+    if not wins[-1]:
+        return None
+    first = len(wins) - 1
+    while first > 0 and wins[first - 1]:
+        first -= 1
+    return float(sizes[order[first]])

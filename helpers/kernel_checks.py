@@ -1,0 +1,183 @@
+"""Checkers for chapter 03's kernel exercises: one printed verdict, never an exception at the learner.
+
+On a GPU a checker runs the learner's kernel at sizes that are not multiples of the block size and compares
+with NumPy. Without one it compiles the kernel with NVRTC for the T4 and the H100 (a compile error is a ❌
+with NVRTC's message), checks what can honestly be checked on a CPU (a Python twin in the grid model), and
+says plainly on a second line what it could not check. A source that still holds its TODO is "not attempted".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import grid, nvrtc
+from .checks import Verdict
+from .cuda import Elementwise, blocks_for, gpu_here
+
+SEED = 3
+
+
+def _say(passed: bool, attempted: bool, message: str) -> Verdict:
+    print(message)
+    return Verdict(passed, attempted, message)
+
+
+def _untouched(title: str, what: str) -> Verdict:
+    return _say(False, False, f"⏳ {title}: not attempted yet. Complete {what}, delete its TODO comment, run it, "
+                              "then run this check again.")
+
+
+def _compile_problem(title: str, compile_all: Callable[[], Any]) -> tuple[Verdict | None, bool]:
+    """(a ❌ verdict if NVRTC rejects the source, else None; whether it was compiled at all)."""
+    if not nvrtc.available():
+        return None, False
+    try:
+        compile_all()
+    except nvrtc.CompileError as exc:
+        message = f"❌ {title}: NVRTC's compiler error (fix it, then run both cells again):\n{exc}"
+        return _say(False, True, message), True
+    return None, True
+
+
+def _compare(title: str, got: Any, want: np.ndarray, where: str, rtol: float = 1e-5, atol: float = 1e-6) -> Verdict:
+    from .backend import to_numpy
+
+    got = to_numpy(got)
+    if got.shape != want.shape:
+        return _say(False, True, f"❌ {title}: result of shape {got.shape}, expected {want.shape} ({where})")
+    bad = ~np.isclose(got, want, rtol=rtol, atol=atol)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        return _say(False, True, f"❌ {title}: {int(bad.sum())} of {want.size} values differ from NumPy's ({where}); "
+                                 f"first at index {first}: got {got[first]:.6g}, expected {want[first]:.6g}")
+    return _say(True, True, f"✅ {title}: ran on this GPU and matches NumPy ({where}).")
+
+
+def _compiled_only(title: str, compiled: bool, checked_here: str, not_run: str) -> Verdict:
+    done = f"compiled for {' and '.join(nvrtc.TARGET_ARCHS)}" if compiled else \
+        f"not compiled: {nvrtc.why()}"
+    lines = [f"✅ {title}: {checked_here}{done}." if compiled else f"⚠️ {title}: {checked_here}{done}."]
+    lines.append(f"   Not checked: {not_run}")
+    return _say(compiled, True, "\n".join(lines))
+
+
+def _gpu_failure(title: str, exc: Exception) -> Verdict:
+    return _say(False, True, f"❌ {title}: the GPU run failed: {type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+
+
+def check_elementwise(kernel: Any, reference: Callable[..., np.ndarray], inputs: Callable[[int], tuple[Any, ...]],
+                      title: str, n: int = 1000) -> Verdict:
+    """An Elementwise exercise: compiled for the targets; on a GPU, run on `inputs(n)` against `reference`."""
+    if kernel is ... or kernel is None or (isinstance(kernel, Elementwise) and "TODO" in kernel.operation):
+        return _untouched(title, "the operation")
+    if not isinstance(kernel, Elementwise):
+        return _say(False, True, f"❌ {title}: expected h.cuda.Elementwise(in_params, out_params, operation, name), "
+                                 f"got {type(kernel).__name__}")
+    failed, compiled = _compile_problem(title, kernel.compile)
+    if failed is not None:
+        return failed
+    args = inputs(n)
+    if gpu_here():
+        import cupy
+
+        try:
+            got = kernel.on_gpu()(*(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args))
+        except Exception as exc:
+            return _gpu_failure(title, exc)
+        return _compare(title, got, reference(*args), f"{n:,} elements")
+    return _compiled_only(title, compiled, "", f"its values: there is no GPU here to run it. On a GPU this check "
+                                               f"runs it on {n:,} elements and compares with NumPy.")
+
+
+def scale_reference(x: np.ndarray, factor: float) -> np.ndarray:
+    """What the bounds-check exercise's kernel computes: out = factor * x."""
+    return (np.float32(factor) * x).astype(np.float32)
+
+
+def check_scale(source: Any, twin: Callable[..., Any], n: int = 1000, threads: int = 256) -> Verdict:
+    """The bounds-check exercise: the Python twin runs in the grid model here; the CUDA C compiles (and runs)."""
+    title = "scale with a bounds check"
+    if source is ... or not isinstance(source, str) or "TODO" in source:
+        return _untouched(title, "the kernel (and its Python twin)")
+    blocks = blocks_for(n, threads)
+    x = np.random.default_rng(SEED).standard_normal(n, dtype=np.float32)
+    out = np.zeros(n, dtype=np.float32)
+    shape = f"n = {n:,}: {blocks} blocks of {threads} threads"
+    try:
+        run = grid.launch(twin, blocks, threads, x, out, 2.5, n)
+    except Exception as exc:
+        return _say(False, True, f"❌ {title}: your Python twin raised {type(exc).__name__}: {exc}")
+    if run.out_of_bounds():
+        return _say(False, True, f"❌ {title}: your Python twin goes out of bounds ({shape}):\n"
+                                 + run.summary().splitlines()[-1])
+    if not np.allclose(out, scale_reference(x, 2.5)):
+        return _say(False, True, f"❌ {title}: your Python twin stays in bounds but its values differ from "
+                                 f"2.5 * x ({shape})")
+    failed, compiled = _compile_problem(title, lambda: nvrtc.compile_for_targets(source, "scale.cu"))
+    if failed is not None:
+        return failed
+    twin_ok = f"the Python twin stays in bounds and is right ({shape}); the CUDA C "
+    if gpu_here():
+        import cupy
+
+        pad = threads  # room past the end: a kernel without the check writes there, and we look
+        x_gpu = cupy.asarray(np.concatenate([x, np.zeros(pad, np.float32)]))
+        out_gpu = cupy.full(n + pad, -7.0, dtype=cupy.float32)
+        try:
+            cupy.RawKernel(source, "scale")((blocks,), (threads,), (x_gpu, out_gpu, np.float32(2.5), np.int32(n)))
+            cupy.cuda.get_current_stream().synchronize()
+        except Exception as exc:
+            return _gpu_failure(title, exc)
+        spill = int((out_gpu[n:] != -7.0).sum())
+        if spill:
+            return _say(False, True, f"❌ {title}: on this GPU your kernel wrote {spill} values past the end of out "
+                                     f"({shape}): the bounds check is missing or wrong")
+        return _compare(title, out_gpu[:n], scale_reference(x, 2.5), shape)
+    return _compiled_only(title, compiled, twin_ok,
+                          "the CUDA C was not run: there is no GPU here. On a GPU this check runs it and looks for "
+                          "writes past the end of out.")
+
+
+def check_tiled_matmul(source: Any, shape: tuple[int, int, int] = (100, 70, 90), tile: int = 16) -> Verdict:
+    """The tiled-matmul exercise: (M x K) @ (K x N) with M, K, N not multiples of the tile, against NumPy."""
+    title = "tiled matmul"
+    if source is ... or not isinstance(source, str) or "TODO" in source:
+        return _untouched(title, "the kernel's tile loads")
+    failed, compiled = _compile_problem(title, lambda: nvrtc.compile_for_targets(source, "matmul_tiled_rect.cu"))
+    if failed is not None:
+        return failed
+    m, k, n = shape
+    rng = np.random.default_rng(SEED)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    where = f"({m} x {k}) @ ({k} x {n}), {tile} x {tile} tiles"
+    if gpu_here():
+        import cupy
+
+        c = cupy.zeros((m, n), dtype=cupy.float32)
+        try:
+            cupy.RawKernel(source, "matmul_tiled_rect")(
+                (blocks_for(n, tile), blocks_for(m, tile)), (tile, tile),
+                (cupy.asarray(a), cupy.asarray(b), c, np.int32(m), np.int32(k), np.int32(n)))
+        except Exception as exc:
+            return _gpu_failure(title, exc)
+        return _compare(title, c, a @ b, where, rtol=1e-4, atol=1e-4)
+    return _compiled_only(title, compiled, "", f"its values: there is no GPU here to run it. On a GPU this check "
+                                               f"multiplies {where} and compares with NumPy.")
+
+
+def silu_reference(x: np.ndarray) -> np.ndarray:
+    """SiLU (swish), the activation of the Elementwise exercise: x * sigmoid(x) = x / (1 + exp(-x))."""
+    return (x / (1 + np.exp(-x))).astype(x.dtype)
+
+
+def check_silu(kernel: Any, n: int = 1000) -> Verdict:
+    """The SiLU exercise: an Elementwise with one float32 input and one float32 output."""
+    rng = np.random.default_rng(SEED)
+    return check_elementwise(kernel, silu_reference, lambda size: (4 * rng.standard_normal(size, dtype=np.float32),),
+                             "silu", n)

@@ -1,0 +1,199 @@
+"""Compile CUDA C with NVIDIA's runtime compiler (NVRTC), with or without a GPU.
+
+NVRTC is a plain shared library: it needs no GPU and no driver, so every machine that has it (the pip package
+nvidia-cuda-nvrtc-cu12 on Linux and Windows) can compile a learner's kernel and show NVIDIA's own error
+messages. We call it through ctypes; on a GPU, CuPy compiles the same sources with its own copy of NVRTC.
+
+    result = compile_source(source, arch="sm_75", name="vector_add.cu")   # raises CompileError with the log
+    available()                                                           # False, with why(), when absent
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import re
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+#: The architectures every kernel of the series is compiled for: the T4 (Colab's free GPU) and Hopper (H100).
+TARGET_ARCHS = ("sm_75", "sm_90")
+INSTALL_HINT = "pip install nvidia-cuda-nvrtc-cu12 (Linux or Windows; NVIDIA publishes no macOS build), then restart"
+
+
+class NvrtcUnavailable(RuntimeError):
+    """NVRTC could not be loaded here; the message says what was tried and how to install it."""
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected a source. `log` is NVRTC's full log; the message shows its errors as `file:line: text`."""
+
+    def __init__(self, name: str, arch: str, log: str) -> None:
+        self.name, self.arch, self.log = name, arch, log
+        super().__init__(f"{name} does not compile for {arch}:\n{readable_log(log)}")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A source NVRTC compiled: the architecture, the machine code's size and the log (warnings, if any)."""
+
+    name: str
+    arch: str
+    cubin_bytes: int
+    log: str
+
+    def __str__(self) -> str:
+        warned = f", with warnings:\n{readable_log(self.log)}" if self.log.strip() else ""
+        return f"{self.name}: compiled for {self.arch} ({self.cubin_bytes:,} bytes of machine code){warned}"
+
+
+_LOG_LINE = re.compile(r"^(?P<file>.*?)\((?P<line>\d+)\): ", re.MULTILINE)
+
+
+def readable_log(log: str) -> str:
+    """NVRTC's log with `file(12): error: ...` rewritten as `file:12: error: ...`, the form editors link to."""
+    return _LOG_LINE.sub(lambda m: f"{m['file']}:{m['line']}: ", log).strip()
+
+
+def _candidates() -> list[str]:
+    """Where libnvrtc may be: the pip package nvidia-cuda-nvrtc-cu12 first, then the system loader's names."""
+    found: list[str] = []
+    try:
+        import nvidia.cuda_nvrtc as package  # a namespace package: no __file__, only __path__
+
+        for root in map(Path, package.__path__):
+            for folder in (root / "lib", root / "bin"):
+                patterns = ("nvrtc64_*.dll",) if sys.platform == "win32" else ("libnvrtc.so*",)
+                found += [str(p) for pattern in patterns for p in sorted(folder.glob(pattern))
+                          if "builtins" not in p.name and ".alt." not in p.name]
+    except ImportError:
+        pass
+    system = ctypes.util.find_library("nvrtc")
+    found += [system] if system else []
+    found += ["libnvrtc.so.12", "libnvrtc.so"] if sys.platform != "win32" else []
+    return found
+
+
+@lru_cache(maxsize=1)
+def _library() -> ctypes.CDLL | str:
+    """The loaded NVRTC, or a string saying why it could not be loaded."""
+    tried = []
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as exc:
+            tried.append(f"{path} ({exc})")
+            continue
+        _declare(lib)
+        return lib
+    return "NVRTC (NVIDIA's CUDA C compiler library) was not found" + (f"; tried {', '.join(tried)}" if tried else "")
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    p, size, integer, text = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p
+    signatures = {
+        "nvrtcVersion": [ctypes.POINTER(integer), ctypes.POINTER(integer)],
+        "nvrtcCreateProgram": [ctypes.POINTER(p), text, text, integer, p, p],
+        "nvrtcCompileProgram": [p, integer, ctypes.POINTER(text)],
+        "nvrtcGetProgramLogSize": [p, ctypes.POINTER(size)],
+        "nvrtcGetProgramLog": [p, ctypes.c_char_p],
+        "nvrtcGetCUBINSize": [p, ctypes.POINTER(size)],
+        "nvrtcGetCUBIN": [p, ctypes.c_char_p],
+        "nvrtcDestroyProgram": [ctypes.POINTER(p)],
+        "nvrtcGetNumSupportedArchs": [ctypes.POINTER(integer)],
+        "nvrtcGetSupportedArchs": [ctypes.POINTER(integer)],
+    }
+    for name, argtypes in signatures.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = argtypes, integer
+    lib.nvrtcGetErrorString.argtypes, lib.nvrtcGetErrorString.restype = [integer], text
+
+
+def available() -> bool:
+    """True when NVRTC can be loaded here."""
+    return not isinstance(_library(), str)
+
+
+def why() -> str:
+    """Why NVRTC is unavailable and how to install it, or '' when it is available."""
+    lib = _library()
+    return f"{lib}. To get it: {INSTALL_HINT}" if isinstance(lib, str) else ""
+
+
+def _lib() -> ctypes.CDLL:
+    lib = _library()
+    if isinstance(lib, str):
+        raise NvrtcUnavailable(why())
+    return lib
+
+
+def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
+    if code != 0:
+        raise RuntimeError(f"NVRTC {what} failed: {lib.nvrtcGetErrorString(code).decode()} (code {code})")
+
+
+def version() -> str:
+    """NVRTC's version, e.g. '12.9'; raises NvrtcUnavailable (with how to install it) when it is missing."""
+    lib = _lib()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    _check(lib, lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "version")
+    return f"{major.value}.{minor.value}"
+
+
+@lru_cache(maxsize=1)
+def supported_archs() -> tuple[str, ...]:
+    """The GPU architectures this NVRTC compiles for, as 'sm_75', 'sm_90', ..."""
+    lib = _lib()
+    count = ctypes.c_int()
+    _check(lib, lib.nvrtcGetNumSupportedArchs(ctypes.byref(count)), "list of architectures")
+    archs = (ctypes.c_int * count.value)()
+    _check(lib, lib.nvrtcGetSupportedArchs(archs), "list of architectures")
+    return tuple(f"sm_{a}" for a in archs)
+
+
+def check_arch(arch: str) -> str:
+    """`arch` if this NVRTC compiles for it; a ValueError listing what it accepts otherwise."""
+    if not isinstance(arch, str) or not re.fullmatch(r"sm_\d+[a-z]?", arch):
+        raise ValueError(f"arch must look like 'sm_75' (T4) or 'sm_90' (H100); got {arch!r}")
+    accepted = supported_archs()
+    if arch.rstrip("abcdefghijklmnopqrstuvwxyz") not in accepted:
+        raise ValueError(f"NVRTC {version()} cannot compile for {arch}; it accepts {', '.join(accepted)}")
+    return arch
+
+
+def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
+                   options: tuple[str, ...] = ()) -> Compiled:
+    """Compile CUDA C `source` to machine code for `arch`; raise CompileError carrying NVRTC's log if it fails.
+
+    `name` is the file name NVRTC puts in front of each message (`name:12: error: ...`).
+    """
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError(f"source must be a non-empty string of CUDA C; got {type(source).__name__}")
+    lib = _lib()
+    check_arch(arch)
+    program = ctypes.c_void_p()
+    _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0, None, None),
+           "create program")
+    try:
+        flags = [f"--gpu-architecture={arch}", *options]
+        argv = (ctypes.c_char_p * len(flags))(*(f.encode() for f in flags))
+        status = lib.nvrtcCompileProgram(program, len(flags), argv)
+        size = ctypes.c_size_t()
+        _check(lib, lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)), "log size")
+        buffer = ctypes.create_string_buffer(size.value)
+        _check(lib, lib.nvrtcGetProgramLog(program, buffer), "log")
+        log = buffer.value.decode(errors="replace")
+        if status != 0:
+            raise CompileError(name, arch, log or lib.nvrtcGetErrorString(status).decode())
+        _check(lib, lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "machine code size")
+        return Compiled(name, arch, int(size.value), log)
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(program))
+
+
+def compile_for_targets(source: str, name: str = "kernel.cu",
+                        archs: tuple[str, ...] = TARGET_ARCHS) -> list[Compiled]:
+    """Compile `source` for every architecture in `archs` (the T4's and the H100's by default)."""
+    return [compile_source(source, arch, name) for arch in archs]

@@ -1,0 +1,85 @@
+"""NVRTC through ctypes: compiles without a GPU, errors carry file:line, bad architectures are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import nvrtc
+
+needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
+
+GOOD = """
+extern "C" __global__ void twice(const float* x, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * x[i];
+}
+"""
+
+
+@needs_nvrtc
+def test_a_good_kernel_compiles_for_the_t4_and_hopper() -> None:
+    built = nvrtc.compile_for_targets(GOOD, "twice.cu")
+    assert [c.arch for c in built] == ["sm_75", "sm_90"]
+    assert all(c.cubin_bytes > 100 and c.name == "twice.cu" for c in built)
+    assert "compiled for sm_75" in str(built[0])
+
+
+@needs_nvrtc
+def test_a_compile_error_carries_file_line_and_nvrtc_log() -> None:
+    broken = GOOD.replace("out[i] = 2.0f * x[i]", "out[i] = 2.0f * y[i]")
+    with pytest.raises(nvrtc.CompileError) as info:
+        nvrtc.compile_source(broken, "sm_75", "twice.cu")
+    message = str(info.value)
+    assert message.startswith("twice.cu does not compile for sm_75:")
+    assert 'twice.cu:4: error: identifier "y" is undefined' in message
+    assert "twice.cu(4)" in info.value.log and info.value.arch == "sm_75"
+
+
+@needs_nvrtc
+def test_warnings_are_kept_in_the_log() -> None:
+    built = nvrtc.compile_source('extern "C" __global__ void k(float* x) { int unused; }', "sm_90", "w.cu")
+    assert "declared but never referenced" in built.log and "w.cu:1: warning" in str(built)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_30", "75", "compute_75", "", None])
+def test_a_bad_architecture_is_refused_with_what_is_accepted(arch) -> None:
+    with pytest.raises(ValueError, match="sm_75") as info:
+        nvrtc.compile_source(GOOD, arch)
+    if arch == "sm_30":
+        assert "cannot compile for sm_30; it accepts" in str(info.value) and "sm_90" in str(info.value)
+
+
+@needs_nvrtc
+def test_version_and_supported_archs() -> None:
+    major, minor = nvrtc.version().split(".")
+    assert int(major) >= 11 and minor.isdigit()
+    assert {"sm_75", "sm_90"} <= set(nvrtc.supported_archs())
+
+
+@pytest.mark.parametrize("source", ["", "   ", None, 42])
+def test_an_empty_or_non_string_source_is_refused(source) -> None:
+    with pytest.raises(ValueError, match="non-empty string"):
+        nvrtc.compile_source(source)
+
+
+def test_readable_log_rewrites_nvrtc_line_markers() -> None:
+    log = 'a.cu(12): error: expected a ";"\n  int x\n      ^\n\nb (operation)(3): warning: unused'
+    assert nvrtc.readable_log(log) == ('a.cu:12: error: expected a ";"\n  int x\n      ^\n\n'
+                                       "b (operation):3: warning: unused")
+
+
+def test_without_nvrtc_everything_says_how_to_install_it(monkeypatch) -> None:
+    monkeypatch.setattr(nvrtc, "_library", lambda: "NVRTC (NVIDIA's CUDA C compiler library) was not found")
+    assert not nvrtc.available()
+    assert "pip install nvidia-cuda-nvrtc-cu12" in nvrtc.why()
+    with pytest.raises(nvrtc.NvrtcUnavailable, match="pip install nvidia-cuda-nvrtc-cu12"):
+        nvrtc.compile_source(GOOD)
+    with pytest.raises(nvrtc.NvrtcUnavailable):
+        nvrtc.version()
+
+
+def test_the_pip_package_is_searched_first() -> None:
+    pytest.importorskip("nvidia.cuda_nvrtc", reason="the pip package nvidia-cuda-nvrtc-cu12 is not installed")
+    first = nvrtc._candidates()[0]
+    assert "cuda_nvrtc" in first and "builtins" not in first
