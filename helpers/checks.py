@@ -99,6 +99,27 @@ def check_value(got: Any, expected: Any, what: str, rtol: float = 0.02, atol: fl
     return _say(Verdict(False, True, f"❌ {what}: {why}. Tolerance: {rtol:.0%}."))
 
 
+def check_answer(got: Any, problem: Callable[[Any], str | None], what: str) -> Verdict:
+    """Judge an answer by a rule rather than one expected value: `problem(got)` says what is wrong, or None.
+
+    For exercises with many right answers (shapes that fill a matrix unit, a layout over devices). `got` may be
+    the learner's function, which `problem` calls: a stub that still raises NotImplementedError is not attempted.
+    """
+    untouched = Verdict(False, False, f"⏳ {what}: not attempted yet. Fill in the cell above (replace the ... or "
+                                      "the NotImplementedError), run it, then run this check again.")
+    if got is ... or got is None:
+        return _say(untouched)
+    try:
+        why = problem(got)
+    except NotImplementedError:
+        return _say(untouched)
+    except Exception as exc:  # an answer of the wrong kind, reported plainly
+        why = f"could not judge {_short(got)}: {type(exc).__name__}: {exc}"
+    if why:
+        return _say(Verdict(False, True, f"❌ {what}: {why}"))
+    return _say(Verdict(True, True, f"✅ {what}: right."))
+
+
 def _describe(case: tuple[Any, ...]) -> str:
     parts = [f"shape {tuple(a.shape)}" if hasattr(a, "shape") else
              f"list of {len(a)}" if isinstance(a, list) else _short(a) for a in case]

@@ -575,7 +575,176 @@ def roofline(
     return fig
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Rate against size, measured beside predicted.
+
+
+#: Colours for measured series that name no backend: none of them near the orange of predictions.
+_MEASURED_COLOURS = ("#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#000000")
+
+
+def gflops_by_size(
+    measured: Mapping[str, Sequence[Timing]],
+    predicted: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    peaks: Mapping[str, float] | None = None,
+    title: str | None = None,
+    x_title: str = "matrix side n",
+) -> go.Figure:
+    """GFLOP/s against size, log-log: measured series (Timings with n= and flops=) as solid lines, predicted ones
+    (label -> (sizes, FLOP/s)) as dashed lines with hollow markers, and peaks (label -> FLOP/s) as dotted roofs.
+
+    Predictions are labelled "(predicted)" in the legend, so they can never be taken for measurements.
+    """
+    if not isinstance(measured, Mapping):
+        raise TypeError("gflops_by_size() needs a dict: label -> list of Timing (each with n= and flops=)")
+    fig = _figure(title or "GFLOP/s against size", height=520)
+    values: list[float] = []
+    sizes_seen: set[float] = set()
+    for i, (label, timings) in enumerate(measured.items()):
+        sizes, _, ordered = _series_points(str(label), list(timings))
+        missing = [t.label for t in ordered if t.gflops is None]
+        if missing:
+            raise ValueError(f"series {label!r}: {missing[0]!r} has no FLOP count; pass flops= to helpers.benchmark()")
+        rates = [t.gflops for t in ordered]
+        hover = [f"<b>{escape(str(label))}</b> (measured here)<br>n = {t.n:,}<br>median {format_seconds(t.median)}"
+                 f"<br>{'<br>'.join(_rate_lines(t))}" for t in ordered]
+        named = colour(str(label))  # a backend's colour if the label names one, else one far from the predictions'
+        line_colour = named if named in BACKEND_COLOURS.values() else _MEASURED_COLOURS[i % len(_MEASURED_COLOURS)]
+        fig.add_trace(go.Scatter(x=sizes, y=rates, mode="lines+markers", name=f"{label} (measured here)",
+                                 line=dict(color=line_colour, width=2.2), marker=dict(size=8),
+                                 hovertext=hover, hovertemplate="%{hovertext}<extra></extra>"))
+        values += rates
+        sizes_seen.update(sizes)
+    dashes = ("dash", "dot", "dashdot", "longdash")
+    for i, (label, (sizes, flops_per_s)) in enumerate((predicted or {}).items()):
+        sizes_arr, rates_arr = np.asarray(sizes, dtype=float), np.asarray(flops_per_s, dtype=float) / 1e9
+        if sizes_arr.shape != rates_arr.shape or sizes_arr.ndim != 1 or not sizes_arr.size:
+            raise ValueError(f"prediction {label!r}: give (sizes, FLOP/s) as two sequences of the same length")
+        if np.any(~np.isfinite(rates_arr)) or np.any(rates_arr <= 0) or np.any(sizes_arr <= 0):
+            raise ValueError(f"prediction {label!r}: sizes and FLOP/s must be positive numbers")
+        fig.add_trace(go.Scatter(
+            x=sizes_arr, y=rates_arr, mode="lines+markers", name=f"{label} (predicted)",
+            line=dict(color=PREDICTION_COLOUR, width=1.8, dash=dashes[i % len(dashes)]),
+            marker=dict(symbol="circle-open", size=10, color=PREDICTION_COLOUR, line=dict(width=2)),
+            hovertemplate=f"<b>{escape(str(label))}</b>: predicted, not measured<br>n = %{{x:,}}<br>"
+                          "%{y:,.4g} GFLOP/s<extra></extra>"))
+        values += list(rates_arr)
+        sizes_seen.update(sizes_arr)
+    if not values:
+        raise ValueError("nothing to plot: give at least one measured or predicted series")
+    ticks = sorted(sizes_seen)
+    for i, (label, flops_per_s) in enumerate((peaks or {}).items()):
+        fig.add_trace(go.Scatter(
+            x=[ticks[0], ticks[-1]], y=[flops_per_s / 1e9] * 2, mode="lines", name=str(label),
+            line=dict(color=ROOF_COLOUR, width=1.3, dash=("dot", "dashdot")[i % 2]),
+            hovertemplate=f"{escape(str(label))}: {_format_flops(flops_per_s)}<extra></extra>"))
+        values.append(flops_per_s / 1e9)
+    fig.update_layout(
+        xaxis=dict(type="log", title=dict(text=x_title), tickvals=ticks, ticktext=[f"{v:,.0f}" for v in ticks]),
+        yaxis=dict(type="log", title=dict(text="GFLOP/s (log scale)"), range=_log_range(values, 0.3)),
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top"), margin=dict(b=150))
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The systolic array, cycle by cycle.
+
+
+def _cell_outlines(xs: Iterable[float], ys: Iterable[float], half: float = 0.45) -> tuple[list, list]:
+    """One polygon per cell centre, separated by None: a single trace draws them all."""
+    px: list[float | None] = []
+    py: list[float | None] = []
+    for x, y in zip(xs, ys, strict=True):
+        px += [x - half, x + half, x + half, x - half, x - half, None]
+        py += [y - half, y - half, y + half, y + half, y - half, None]
+    return px, py
+
+
+def systolic_animation(a: Any, b: Any, title: str | None = None, frame_ms: int = 800) -> go.Figure:
+    """Plotly animation of `h.systolic.simulate(a, b)` cycle by cycle: play/pause buttons and a cycle slider.
+
+    Weights sit still in the grid (grey), activations of A (orange) enter from the left with a skew and move
+    right, partial sums (blue, Σ) move down, and finished outputs of C land in the accumulators below.
+    PEs that did a useful multiply-accumulate in a cycle are shaded. Keep matrices small (4 x 4 reads best).
+    """
+    from . import systolic
+
+    shots = systolic.history(a, b)
+    first = shots[0]
+    m, n = first.product.shape
+    k = first.weights.shape[0]
+    activation_colour, psum_colour, weight_colour = BACKEND_COLOURS["python"], BACKEND_COLOURS["numpy"], "#777777"
+    pe_x, pe_y = np.meshgrid(np.arange(n), -np.arange(k))
+    pe_x, pe_y = pe_x.ravel().astype(float), pe_y.ravel().astype(float)
+    out_top = -k - 0.6  # the accumulators sit under the grid, row m of C at out_top - m
+    acc_x, acc_y = np.meshgrid(np.arange(n), out_top - np.arange(m))
+    acc_x, acc_y = acc_x.ravel().astype(float), acc_y.ravel().astype(float)
+
+    def fmt(v: Any) -> str:
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    def dynamic(s: Any) -> list[go.Scatter]:
+        live = s.activation_row.ravel() >= 0
+        ax, ay = _cell_outlines(pe_x[live], pe_y[live])
+        rows, cols = np.nonzero(s.waiting)  # A[row, col] waits to enter grid row col at cycle row + col
+        queue_x = -(rows + cols - s.cycle + 1.0)
+        done = s.arrived.ravel()
+        return [
+            go.Scatter(x=ax, y=ay, fill="toself", fillcolor="rgba(0,158,115,0.18)", mode="lines",
+                       line=dict(width=0), hoverinfo="skip", name="did a multiply-add this cycle"),
+            go.Scatter(x=pe_x[live] - 0.2, y=pe_y[live] + 0.12, mode="text", hoverinfo="skip", name="activation",
+                       text=[fmt(v) for v in s.activation.ravel()[live]],
+                       textfont=dict(color=activation_colour, size=15)),
+            go.Scatter(x=pe_x[live] + 0.05, y=pe_y[live] - 0.2, mode="text", hoverinfo="skip", name="partial sum",
+                       text=[f"Σ{fmt(v)}" for v in s.psum.ravel()[live]], textfont=dict(color=psum_colour, size=13)),
+            go.Scatter(x=queue_x, y=-cols.astype(float), mode="text", hoverinfo="skip", name="A, waiting",
+                       text=[fmt(v) for v in np.asarray(a)[rows, cols]], textfont=dict(color=activation_colour,
+                                                                                       size=15)),
+            go.Scatter(x=acc_x[done], y=acc_y[done], mode="text", hoverinfo="skip", name="C, arrived",
+                       text=[fmt(v) for v in s.product.ravel()[done]], textfont=dict(color=psum_colour, size=15)),
+        ]
+
+    outline_x, outline_y = _cell_outlines(np.concatenate([pe_x, acc_x]), np.concatenate([pe_y, acc_y]))
+    static = [
+        go.Scatter(x=outline_x, y=outline_y, mode="lines", line=dict(color="#BBBBBB", width=1), hoverinfo="skip",
+                   name="cells"),
+        go.Scatter(x=pe_x + 0.22, y=pe_y + 0.3, mode="text", text=[f"w{fmt(v)}" for v in first.weights.ravel()],
+                   textfont=dict(color=weight_colour, size=11), hoverinfo="skip", name="weight (stays)"),
+    ]
+    moving = list(range(len(static), len(static) + len(dynamic(first))))
+    fig = _figure(title or f"A weight-stationary systolic array: ({m} x {k}) @ ({k} x {n}), "
+                           f"{len(shots) - 1} cycles", height=int(90 + 62 * (k + m + 1.5)))
+    for trace in static + dynamic(first):
+        fig.add_trace(trace)
+    fig.frames = [go.Frame(name=str(s.cycle), data=dynamic(s), traces=moving) for s in shots]
+    left = -(m + k - 1.0) - 0.6
+    fig.add_annotation(x=(left - 1) / 2, y=0.85, text="A enters from the left, skewed", showarrow=False,
+                       font=dict(color=activation_colour, size=12))
+    fig.add_annotation(x=(n - 1) / 2, y=0.85, text="weights w of B stay; sums Σ move down", showarrow=False,
+                       font=dict(color=weight_colour, size=12))
+    fig.add_annotation(x=(n - 1) / 2, y=out_top + 0.75, text="accumulators: C = A @ B", showarrow=False,
+                       font=dict(color=psum_colour, size=12))
+    animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
+    fig.update_layout(
+        showlegend=False, margin=dict(l=20, r=20, t=60, b=20),
+        xaxis=dict(visible=False, range=[left, n - 0.4]),
+        yaxis=dict(visible=False, range=[out_top - m + 0.4, 1.2], scaleanchor="x"),
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top",
+                          pad=dict(t=10, r=10), showactive=False, buttons=[
+                              dict(label="▶ play", method="animate",
+                                   args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
+                                                    transition=dict(duration=0))]),
+                              dict(label="❚❚ pause", method="animate", args=[[None], animate])])],
+        sliders=[dict(active=0, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=10),
+                      currentvalue=dict(prefix="after cycle ", font=dict(size=14)),
+                      steps=[dict(label=str(s.cycle), method="animate", args=[[str(s.cycle)], animate])
+                             for s in shots])],
+    )
+    return fig
+
+
 __all__ = [
-    "BACKEND_COLOURS", "TEMPLATE", "Roof", "Roofs", "attainable", "colour", "gflops_bars", "power_label",
-    "predict_time", "roofline", "roofs", "scaling", "speedup_bars", "use_offline_renderer",
+    "BACKEND_COLOURS", "TEMPLATE", "Roof", "Roofs", "attainable", "colour", "gflops_bars", "gflops_by_size",
+    "power_label", "predict_time", "roofline", "roofs", "scaling", "speedup_bars", "systolic_animation",
+    "use_offline_renderer",
 ]

@@ -314,6 +314,29 @@ def benchmark(
     return result
 
 
+def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20,
+                      clock: Callable[[], float] = time.perf_counter) -> float:
+    """The WRONG way to time asynchronous code, kept for lessons: median seconds until `fn(*args)` returns.
+
+    JAX and CuPy return as soon as the work is queued, so this times the launch, not the work. A first call
+    (which may compile) is not timed. Each call's result is waited for after the clock is read, so every call
+    starts on an idle device. Use benchmark().
+    """
+    if not callable(fn):
+        raise TypeError(f"time_without_sync() times a function; got {type(fn).__name__}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    out = fn(*args)  # the first call may compile: not timed
+    _backends.sync_each(out, _backends.backends_in(out))
+    times = []
+    for _ in range(repeats):
+        t0 = clock()
+        out = fn(*args)
+        times.append(clock() - t0)
+        _backends.sync_each(out, _backends.backends_in(out))  # after the clock: the launch alone was timed
+    return float(np.median(times))
+
+
 @dataclass
 class Comparison:
     """Several timings side by side, with speed-ups relative to the first (the baseline)."""

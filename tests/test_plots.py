@@ -276,3 +276,31 @@ def test_point_labels_at_the_same_intensity_go_left_and_right():
     assert {pos[0], pos[1], pos[2]} == {"middle right", "middle left"}
     assert pos[1] != pos[0]  # the two nearly equal y values get opposite sides
     assert {pos[3], pos[4]} == {"bottom center", "top center"}
+
+
+# --- GFLOP/s against size, measured beside predicted ----------------------------------------------------------
+
+
+def test_gflops_by_size_keeps_predictions_apart_from_measurements():
+    measured = {"float32": [timing(f"f32 {n}", "jax", 2 * n**3 / 50e9, flops=2 * n**3, n=n) for n in (256, 128)]}
+    fig = plots.gflops_by_size(measured, {"TPU v5e bf16": ([128, 256], [20e12, 40e12])}, {"CPU peak": 160e9})
+    got = trace(fig, "float32")
+    assert got.name == "float32 (measured here)" and list(got.x) == [128, 256]
+    assert list(got.y) == pytest.approx([50.0, 50.0])  # GFLOP/s, sorted by size
+    predicted = trace(fig, "TPU v5e")
+    assert predicted.name == "TPU v5e bf16 (predicted)" and predicted.marker.symbol == "circle-open"
+    assert list(predicted.y) == pytest.approx([20e3, 40e3]) and predicted.line.color == plots.PREDICTION_COLOUR
+    assert got.line.color != plots.PREDICTION_COLOUR
+    assert list(trace(fig, "CPU peak").y) == pytest.approx([160.0, 160.0])
+    assert list(fig.layout.xaxis.tickvals) == [128, 256]
+
+
+def test_gflops_by_size_refuses_what_it_cannot_plot():
+    with pytest.raises(ValueError, match="has no FLOP count"):
+        plots.gflops_by_size({"x": [timing("t", "jax", 1e-3, n=64)]})
+    with pytest.raises(ValueError, match="same length"):
+        plots.gflops_by_size({}, {"p": ([1, 2], [1e9])})
+    with pytest.raises(ValueError, match="nothing to plot"):
+        plots.gflops_by_size({})
+    with pytest.raises(TypeError, match="needs a dict"):
+        plots.gflops_by_size([timing("t", "jax", 1e-3, flops=1e6, n=64)])

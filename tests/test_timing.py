@@ -431,3 +431,23 @@ def test_bandwidth_above_the_memory_roof_is_not_called_impossible(recwarn):
     out = np.empty_like(x)
     benchmark(np.add, x, x, out, bytes=3 * x.nbytes, budget=0.01)
     assert not [w for w in recwarn if "impossible" in str(w.message)]
+
+
+def test_time_without_sync_reads_the_clock_before_waiting(monkeypatch):
+    events: list = []
+    clock = FakeClock(events)
+    monkeypatch.setattr(backend, "SYNCS", {**backend.SYNCS, "jax": lambda tree: events.append(("sync", clock.now))})
+    x = jnp.ones(3)
+
+    def launch(x):
+        clock.advance(1e-5)  # the launch; the work itself is only waited for by the sync
+        return x
+
+    seconds = timing.time_without_sync(launch, x, repeats=3, clock=clock)
+    assert seconds == pytest.approx(1e-5)
+    # an untimed first call (it may compile), then each result waited for after the clock is read
+    assert [kind for kind, _ in events] == ["sync"] + ["clock", "clock", "sync"] * 3
+    with pytest.raises(ValueError, match="repeats must be a positive integer"):
+        timing.time_without_sync(launch, x, repeats=0)
+    with pytest.raises(TypeError, match="times a function"):
+        timing.time_without_sync(x)
