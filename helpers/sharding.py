@@ -9,6 +9,7 @@ instead, and says to restart the kernel.
     choice = h.sharding.devices(8)      # 8 TPU/GPU chips if there are, else the 8 CPU devices, and why
     mesh = jax.sharding.Mesh(np.array(choice.devices), ("batch",))
     print(h.sharding.layout(x))         # which rows and columns each device holds
+    h.sharding.collectives(jax.jit(f).lower(x).compile().as_text())  # ['all-reduce']: where devices talk
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def devices(count: int = DEVICES) -> DeviceChoice:
     platform = accelerators[0].platform
     if platform != "cpu" and len(accelerators) >= count:
         return DeviceChoice(tuple(accelerators[:count]), platform, False,
-                            f"{count} {platform.upper()} devices ({accelerators[0].device_kind}): real chips.")
+                            f"{count} {platform.upper()} devices ({accelerators[0].device_kind}): real hardware, not "
+                            "simulated.")
     cpus = jax.devices("cpu")
     if len(cpus) < count:
         raise HostDevicesError(f"JAX has {len(cpus)} CPU device{'s' * (len(cpus) != 1)}, fewer than the {count} "
@@ -125,7 +127,9 @@ def layout(array: Any) -> str:
 
     The same text on TPUs, GPUs and CPU devices, so a notebook can compare it between machines.
     """
-    sharding = array.sharding
+    sharding = getattr(array, "sharding", None)
+    if sharding is None or not hasattr(array, "addressable_shards"):
+        raise TypeError(f"layout() describes a JAX array placed with jax.device_put; got {type(array).__name__}")
     order = list(sharding.mesh.devices.flat) if hasattr(sharding, "mesh") else sorted(sharding.device_set,
                                                                                        key=lambda d: d.id)
     shards = sorted(array.addressable_shards, key=lambda s: order.index(s.device))
@@ -139,6 +143,23 @@ def layout(array: Any) -> str:
                  zip(("rows", "columns", "axis 2", "axis 3"), shard.index, array.shape, strict=False)]
         lines.append(f"  device {position}: {', '.join(parts) or 'the whole (scalar) array'}")
     return "\n".join(lines)
+
+
+#: The HLO operations by which devices exchange data. On GPUs and TPUs XLA splits most into an asynchronous
+#: pair, e.g. all-reduce-start ... all-reduce-done; `collectives` reports either form by its plain name.
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "collective-permute")
+_COLLECTIVE = re.compile(rf"\b({'|'.join(COLLECTIVES)})(?:-start)?\(")
+
+
+def collectives(hlo_text: str) -> list[str]:
+    """The cross-device operations in a compiled program's text, in order, e.g. ['all-reduce'].
+
+    Pass `jax.jit(f).lower(*args).compile().as_text()`: the communication XLA inserted for sharded inputs.
+    """
+    if not isinstance(hlo_text, str):
+        raise TypeError("collectives() reads the compiled program's text: pass "
+                        f"jax.jit(f).lower(*args).compile().as_text(), got {type(hlo_text).__name__}")
+    return [match.group(1) for line in hlo_text.splitlines() if (match := _COLLECTIVE.search(line))]
 
 
 def row_sharding_problem(result: Any, expected: np.ndarray, count: int = DEVICES, rtol: float = 1e-5) -> str | None:
@@ -165,5 +186,5 @@ def row_sharding_problem(result: Any, expected: np.ndarray, count: int = DEVICES
     return None
 
 
-__all__ = ["DEVICES", "DeviceChoice", "HostDevicesError", "devices", "layout", "row_sharding_problem",
-           "use_host_devices"]
+__all__ = ["COLLECTIVES", "DEVICES", "DeviceChoice", "HostDevicesError", "collectives", "devices", "layout",
+           "row_sharding_problem", "use_host_devices"]

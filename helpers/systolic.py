@@ -85,6 +85,10 @@ def step(activation: np.ndarray, psum: np.ndarray, weights: np.ndarray,
     its left neighbour's activation and its upper neighbour's partial sum from the previous cycle (zero
     enters at the top), multiplies the activation by its weight, adds, and keeps both for the next cycle.
     """
+    shapes = [np.shape(x) for x in (activation, psum, weights)]
+    if len(shapes[0]) != 2 or len(set(shapes)) != 1 or np.shape(left) != shapes[0][:1]:
+        raise ValueError(f"step() needs activation, psum and weights of one 2-D shape (rows, columns) and left of "
+                         f"shape (rows,); got {shapes[0]}, {shapes[1]}, {shapes[2]} and {np.shape(left)}")
     new_activation = np.empty_like(activation)
     new_activation[:, 0] = left
     new_activation[:, 1:] = activation[:, :-1]  # each activation moves one PE to the right

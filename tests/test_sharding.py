@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from helpers import checks, sharding
@@ -49,6 +50,9 @@ def test_in_time_gives_8_devices_then_shards_rows_and_replicates() -> None:
             jax.device_put(jnp.asarray(np.ones((16, 8))), NamedSharding(mesh, P(None, "batch"))), np.ones((16, 8))))
         print("values:", sharding.row_sharding_problem(y + 1, expected))
         print("numpy:", sharding.row_sharding_problem(expected, expected))
+        grad = jax.grad(lambda w, x: jnp.sum(x @ w))  # sums over the sharded batch: one all-reduce
+        print("talk:", sharding.collectives(jax.jit(grad).lower(w, x).compile().as_text()))
+        print("no talk:", sharding.collectives(jax.jit(lambda x, w: x @ w).lower(x, w).compile().as_text()))
     """)
     lines = out.splitlines()
     assert lines[0] == "JAX will split this machine's CPU into 8 devices (set before JAX started)."
@@ -66,6 +70,31 @@ def test_in_time_gives_8_devices_then_shards_rows_and_replicates() -> None:
     assert "columns: the devices hold [16] rows each, expected 2" in tail
     assert "values: the values differ from the single-device result (largest difference 1)" in tail
     assert "numpy: expected a JAX array, got ndarray" in tail
+    assert "talk: ['all-reduce']" in tail  # the gradient of a batch-sharded sum needs the devices to add up
+    assert "no talk: []" in tail  # a batch-parallel product does not
+
+
+def test_collectives_reads_plain_and_asynchronous_forms() -> None:
+    cpu = """ENTRY %main {
+  %dot.1 = f32[4,2]{1,0} dot(%p0, %p1), lhs_contracting_dims={0}
+  %all-reduce = f32[4,2]{1,0} all-reduce(%dot.1), channel_id=1, to_apply=%add.clone
+  ROOT %copy = f32[4,2]{1,0} copy(%all-reduce)
+}"""
+    gpu_tpu = """  %all-reduce-start = f32[256,512]{1,0} all-reduce-start(%fusion), channel_id=1, to_apply=%add
+  %all-reduce-done = f32[256,512]{1,0} all-reduce-done(%all-reduce-start)
+  %all-gather-start.2 = (f32[8,4]{1,0}, f32[64,4]{1,0}) all-gather-start(%param.0), dimensions={0}
+  %all-gather-done.2 = f32[64,4]{1,0} all-gather-done(%all-gather-start.2)
+  %reduce-scatter.1 = f32[8,4]{1,0} reduce-scatter(%p), dimensions={0}"""
+    assert sharding.collectives(cpu) == ["all-reduce"]
+    assert sharding.collectives(gpu_tpu) == ["all-reduce", "all-gather", "reduce-scatter"]
+    assert sharding.collectives("%add = f32[] add(%x, %y)") == []
+    with pytest.raises(TypeError, match="as_text"):
+        sharding.collectives(None)
+
+
+def test_layout_refuses_what_is_not_a_placed_jax_array() -> None:
+    with pytest.raises(TypeError, match="layout\\(\\) describes a JAX array.*got ndarray"):
+        sharding.layout(np.ones((2, 2)))
 
 
 @pytest.mark.parametrize("first", ["import jax.numpy as jnp; jnp.ones(3) + 1", "import helpers as h; h.backends()"])

@@ -71,6 +71,15 @@ def test_one_cycle_reads_only_the_neighbours_previous_registers() -> None:
     np.testing.assert_array_equal(activation, [[1, 2, 3], [4, 5, 6]])  # the previous registers are untouched
 
 
+@pytest.mark.parametrize(("shapes", "left"), [
+    ([(2, 3), (2, 3), (3, 2)], (2,)), ([(2, 3)] * 3, (3,)), ([(3,)] * 3, (3,)), ([(2, 3)] * 3, (2, 1)),
+])
+def test_step_refuses_mismatched_registers(shapes: list[tuple[int, ...]], left: tuple[int, ...]) -> None:
+    activation, psum, weights = (np.zeros(s, int) for s in shapes)
+    with pytest.raises(ValueError, match=r"one 2-D shape \(rows, columns\) and left of shape \(rows,\)"):
+        systolic.step(activation, psum, weights, np.zeros(left, int))
+
+
 def test_history_follows_the_skewed_dataflow() -> None:
     a, b = ints(3, 4), ints(4, 2)
     shots = systolic.history(a, b)
