@@ -48,6 +48,9 @@ def kernel_source(file: str) -> str:
 
 def show(source_or_file: str) -> Any:
     """A CUDA C source (or a .cu file of helpers/kernels/) as a Markdown code block: what runs is what you read."""
+    if not isinstance(source_or_file, str):
+        raise TypeError(f"show() takes CUDA C source or a file name such as 'vector_add.cu'; "
+                        f"got {type(source_or_file).__name__}")
     text = kernel_source(source_or_file) if source_or_file.endswith(".cu") else source_or_file
     block = f"```cuda\n{text.strip()}\n```"
     try:
@@ -61,11 +64,17 @@ def show(source_or_file: str) -> Any:
 # Compiling without a GPU
 
 
-def compile_report(source: str, name: str, archs: Sequence[str] = nvrtc.TARGET_ARCHS) -> list[nvrtc.Compiled]:
+def _archs(archs: str | Sequence[str]) -> tuple[str, ...]:
+    """('sm_75',) for 'sm_75': one architecture may be given as a plain string."""
+    return (archs,) if isinstance(archs, str) else tuple(archs)
+
+
+def compile_report(source: str, name: str, archs: str | Sequence[str] = nvrtc.TARGET_ARCHS) -> list[nvrtc.Compiled]:
     """Compile `source` with NVRTC for each of `archs` and print one line per result; [] when NVRTC is missing.
 
     A compile error is raised (CompileError, with NVRTC's log): in a notebook, that is the message to read.
     """
+    archs = _archs(archs)
     if not nvrtc.available():
         print(f"{name}: not compiled here. {nvrtc.why()}")
         return []
@@ -149,7 +158,9 @@ class Elementwise:
     @property
     def outputs(self) -> list[Param]:
         """The output parameters, parsed."""
-        return parse_params(self.out_params, "out_params") if self.out_params.strip() else []
+        if isinstance(self.out_params, str) and not self.out_params.strip():
+            return []
+        return parse_params(self.out_params, "out_params")
 
     def placeholders(self) -> list[str]:
         """Type placeholders (such as T) the parameters use: CuPy infers them from the arrays passed."""
@@ -159,8 +170,14 @@ class Elementwise:
         """The whole CUDA C kernel the snippet becomes, as CuPy builds it: a grid-stride loop over `i`.
 
         types binds each placeholder to a dtype name (default float32 for all). Errors in the operation are
-        reported by NVRTC at its own line numbers, in a file named '<name> (operation)'.
+        reported by NVRTC at its own line numbers, in a file named '<name> (operation)'. One difference from
+        CuPy's own kernel: a raw parameter is a plain pointer here (CuPy's CArray also has .size() and
+        multi-dimensional indexing), and CuPy's internal `_ind` is not defined.
         """
+        stray = sorted(set(types or {}) - set(self.placeholders()))
+        if stray:
+            raise ValueError(f"{', '.join(stray)} is not a type placeholder of {self.name!r}; its placeholders: "
+                             f"{', '.join(self.placeholders()) or 'none (every parameter has a dtype)'}")
         bound = {t: "float32" for t in self.placeholders()} | dict(types or {})
         for placeholder, dtype in bound.items():
             if dtype not in C_TYPES:
@@ -193,10 +210,10 @@ class Elementwise:
         lines += ["    }", "}"]
         return "\n".join(lines) + "\n"
 
-    def compile(self, archs: Sequence[str] = nvrtc.TARGET_ARCHS, types: dict[str, str] | None = None
+    def compile(self, archs: str | Sequence[str] = nvrtc.TARGET_ARCHS, types: dict[str, str] | None = None
                 ) -> list[nvrtc.Compiled]:
         """Compile the whole kernel with NVRTC for each of `archs`; CompileError points into the operation."""
-        return [nvrtc.compile_source(self.source(types), arch, f"{self.name}.cu") for arch in archs]
+        return [nvrtc.compile_source(self.source(types), arch, f"{self.name}.cu") for arch in _archs(archs)]
 
     def on_gpu(self) -> Any:
         """The cupy.ElementwiseKernel itself (GPU only): CuPy builds and compiles its own version of source()."""
@@ -215,12 +232,16 @@ def gpu_here() -> bool:
     return backends()["cupy"].usable
 
 
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
 def blocks_for(n: int, threads: int) -> int:
     """Blocks of `threads` threads needed to give each of n elements a thread: ceil(n / threads)."""
-    for name, value in (("n", n), ("threads", threads)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return (int(n) + int(threads) - 1) // int(threads)
+    n, threads = _positive_int("n", n), _positive_int("threads", threads)
+    return (n + threads - 1) // threads
 
 
 @cache
@@ -236,27 +257,72 @@ def file_kernel(file: str, name: str) -> Any:
     return raw_kernel(kernel_source(file), name)
 
 
+#: The most threads a CUDA block may have, on every GPU since 2010.
+MAX_BLOCK_THREADS = 1024
+#: Kernels index with C `int`: arrays must have fewer elements than this.
+MAX_INT_ELEMENTS = 2**31 - 1
+
+
+def device_arrays(what: str, **arrays: Any) -> None:
+    """Refuse what a float32 kernel would misread: host arrays, other dtypes, strided views, too many elements.
+
+    A kernel sees only a raw pointer, so a float64 array, or a view with gaps, gives silently wrong numbers
+    rather than an error. Checked before every launch by the functions below.
+    """
+    import cupy
+
+    for name, x in arrays.items():
+        if not isinstance(x, cupy.ndarray):
+            raise TypeError(f"{what}: {name} is a {type(x).__module__}.{type(x).__name__}, not an array on the GPU; "
+                            f"copy it there first: {name} = cupy.asarray({name})")
+        if x.dtype != np.float32:
+            raise TypeError(f"{what}: {name} is {x.dtype}, but the kernel reads float32 (C float); "
+                            f"convert it: {name}.astype(cupy.float32)")
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{what}: {name} is a strided view; the kernel needs contiguous memory: "
+                             f"cupy.ascontiguousarray({name})")
+        if x.size > MAX_INT_ELEMENTS:
+            raise ValueError(f"{what}: {name} has {x.size:,} elements; these kernels index with int (at most "
+                             f"{MAX_INT_ELEMENTS:,})")
+
+
+def _threads(threads: int) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 0 < threads <= MAX_BLOCK_THREADS:
+        raise ValueError(f"threads per block must be an integer from 1 to {MAX_BLOCK_THREADS}, got {threads!r}")
+    return int(threads)
+
+
 def vector_add(a: Any, b: Any, threads: int = 256, grid_stride_blocks: int | None = None) -> Any:
     """a + b by vector_add.cu on the GPU: one thread per element, or a grid-stride loop over fewer blocks."""
     import cupy
 
-    n = a.size
+    device_arrays("vector_add", a=a, b=b)
+    if a.shape != b.shape:
+        raise ValueError(f"vector_add: a has shape {a.shape} and b {b.shape}; they must match")
+    threads, n = _threads(threads), a.size
     out = cupy.empty_like(a)
     if grid_stride_blocks is None:
         file_kernel("vector_add.cu", "vector_add")((blocks_for(n, threads),), (threads,), (a, b, out, np.int32(n)))
     else:
-        file_kernel("vector_add.cu", "vector_add_grid_stride")((grid_stride_blocks,), (threads,),
+        blocks = _positive_int("grid_stride_blocks", grid_stride_blocks)
+        file_kernel("vector_add.cu", "vector_add_grid_stride")((blocks,), (threads,),
                                                                (a, b, out, np.int32(n)))
     return out
 
 
 MATMUL_TILE = 16
+MATMUL_KERNELS = ("matmul_naive", "matmul_tiled")
 
 
 def matmul_kernel(a: Any, b: Any, kernel: str = "matmul_tiled") -> Any:
     """A @ B for square float32 matrices by matmul.cu's `kernel` ('matmul_naive' or 'matmul_tiled'), GPU only."""
     import cupy
 
+    if kernel not in MATMUL_KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(MATMUL_KERNELS)}; got {kernel!r}")
+    device_arrays(kernel, a=a, b=b)
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape != b.shape:
+        raise ValueError(f"{kernel} multiplies two square matrices of the same size; got {a.shape} and {b.shape}")
     n = a.shape[0]
     out = cupy.empty_like(a)
     blocks = blocks_for(n, MATMUL_TILE)
@@ -271,7 +337,8 @@ def reduce_sum(x: Any, blocks: int = 1024) -> Any:
     """sum(x) by reduce_sum.cu on the GPU: `blocks` partial sums, then one block adds them (a 0-d array)."""
     import cupy
 
-    blocks = min(blocks, blocks_for(x.size, REDUCE_THREADS))
+    device_arrays("reduce_sum", x=x)
+    blocks = min(_positive_int("blocks", blocks), blocks_for(x.size, REDUCE_THREADS))
     partial = cupy.empty(blocks, dtype=cupy.float32)
     total = cupy.empty(1, dtype=cupy.float32)
     kernel = file_kernel("reduce_sum.cu", "block_sum")
@@ -288,29 +355,48 @@ def reduce_sum(x: Any, blocks: int = 1024) -> Any:
 class GPU:
     """The GPU the chapter's numbers are judged by: the one here (measured), else the reference T4 (predicted).
 
-    spec: the published roofs; those of the T4 when there is no GPU, or one whose specs are not on file.
+    spec: the published roofs; those of the T4 when there is no GPU, or one whose specs are not on file
+    (own_specs is then False, and `note` says so).
     """
 
     name: str
     spec: specs.DeviceSpec
     here: bool
+    own_specs: bool = True
 
     @property
     def label(self) -> str:
         """How plots and text name this GPU's numbers: measured on it, or predicted from its specs."""
         return f"{self.name} (measured)" if self.here else f"prediction ({self.spec.name} published specs)"
 
+    @property
+    def note(self) -> str:
+        """'' or, for a GPU whose model has no published specs on file, which card's roofs stand in for its own."""
+        return "" if self.own_specs else (f"No published specs on file for the {self.name}: the {self.spec.name}'s "
+                                           "roofs and host link stand in for its own in the plots and predictions.")
+
     def host_link(self) -> tuple[float, str]:
         """(bytes/s, source) of the PCIe link between this GPU and the host."""
         return specs.host_link(self.spec.name) or specs.HOST_LINKS[specs.REFERENCE_GPU]
 
     def predict_seconds(self, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
-                        copies: float = 0.0) -> float:
-        """Roofline time on this GPU, plus the per-launch floor, plus `copies` bytes over the host link."""
+                        copies: float = 0.0, launches: int = 1) -> float:
+        """Roofline time on this GPU, plus the floor of each kernel launch, plus `copies` bytes over the host link."""
         from .plots import predict_time
 
-        return (predict_time(self.spec, flops, bytes, dtype) + specs.LAUNCH_SECONDS[0]
+        launches = _positive_int("launches", launches)
+        return (predict_time(self.spec, flops, bytes, dtype) + launches * specs.LAUNCH_SECONDS[0]
                 + copies / self.host_link()[0])
+
+    def predict_cupy_axpby(self, n: int, copies: float = 0.0) -> float:
+        """Roofline seconds for alpha * x + beta * y (n elements) as CuPy runs it: three kernels, 7 numbers each."""
+        n = _positive_int("n", n)
+        return self.predict_seconds(3 * n, CUPY_AXPBY_NUMBERS * 4 * n, copies=copies, launches=CUPY_AXPBY_KERNELS)
+
+
+#: CuPy runs alpha * x + beta * y as three kernels (alpha * x, beta * y, their sum), each a pass over memory:
+#: 2 + 2 + 3 = 7 float32 numbers move per element, where a fused kernel moves 3.
+CUPY_AXPBY_KERNELS, CUPY_AXPBY_NUMBERS = 3, 7
 
 
 def gpu() -> GPU:
@@ -321,7 +407,7 @@ def gpu() -> GPU:
 
         card = next(iter(hardware().gpus), None)
         if card is not None:
-            return GPU(card.name, card.spec or reference, True)
+            return GPU(card.name, card.spec or reference, True, own_specs=card.spec is not None)
     return GPU(reference.name, reference, False)
 
 

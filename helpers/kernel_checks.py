@@ -25,6 +25,11 @@ def _say(passed: bool, attempted: bool, message: str) -> Verdict:
     return Verdict(passed, attempted, message)
 
 
+def _not_source(title: str, source: Any) -> Verdict:
+    return _say(False, True, f"❌ {title}: expected the kernel's CUDA C as a string (r\"\"\"...\"\"\"), got "
+                             f"{type(source).__name__}")
+
+
 def _untouched(title: str, what: str) -> Verdict:
     return _say(False, False, f"⏳ {title}: not attempted yet. Complete {what}, delete its TODO comment, run it, "
                               "then run this check again.")
@@ -79,10 +84,14 @@ def check_elementwise(kernel: Any, reference: Callable[..., np.ndarray], inputs:
     if not isinstance(kernel, Elementwise):
         return _say(False, True, f"❌ {title}: expected h.cuda.Elementwise(in_params, out_params, operation, name), "
                                  f"got {type(kernel).__name__}")
+    args = inputs(n)
+    if len(kernel.inputs) != len(args) or len(kernel.outputs) != 1:
+        return _say(False, True, f"❌ {title}: the kernel must take {len(args)} input(s) and give 1 output; yours "
+                                 f"takes {len(kernel.inputs)} ({kernel.in_params!r}) and gives {len(kernel.outputs)} "
+                                 f"({kernel.out_params!r})")
     failed, compiled = _compile_problem(title, kernel.compile)
     if failed is not None:
         return failed
-    args = inputs(n)
     if gpu_here():
         import cupy
 
@@ -103,8 +112,10 @@ def scale_reference(x: np.ndarray, factor: float) -> np.ndarray:
 def check_scale(source: Any, twin: Callable[..., Any], n: int = 1000, threads: int = 256) -> Verdict:
     """The bounds-check exercise: the Python twin runs in the grid model here; the CUDA C compiles (and runs)."""
     title = "scale with a bounds check"
-    if source is ... or not isinstance(source, str) or "TODO" in source:
+    if source is ... or (isinstance(source, str) and "TODO" in source):
         return _untouched(title, "the kernel (and its Python twin)")
+    if not isinstance(source, str):
+        return _not_source(title, source)
     blocks = blocks_for(n, threads)
     x = np.random.default_rng(SEED).standard_normal(n, dtype=np.float32)
     out = np.zeros(n, dtype=np.float32)
@@ -147,8 +158,10 @@ def check_scale(source: Any, twin: Callable[..., Any], n: int = 1000, threads: i
 def check_tiled_matmul(source: Any, shape: tuple[int, int, int] = (100, 70, 90), tile: int = 16) -> Verdict:
     """The tiled-matmul exercise: (M x K) @ (K x N) with M, K, N not multiples of the tile, against NumPy."""
     title = "tiled matmul"
-    if source is ... or not isinstance(source, str) or "TODO" in source:
+    if source is ... or (isinstance(source, str) and "TODO" in source):
         return _untouched(title, "the kernel's tile loads")
+    if not isinstance(source, str):
+        return _not_source(title, source)
     failed, compiled = _compile_problem(title, lambda: nvrtc.compile_for_targets(source, "matmul_tiled_rect.cu"))
     if failed is not None:
         return failed

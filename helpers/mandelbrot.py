@@ -22,11 +22,17 @@ MAX_STEPS = 100
 FLOPS_PER_STEP = 10
 
 
-def _check(width: int, height: int, max_steps: int) -> None:
+def _check(width: int, height: int, max_steps: int, box: Any = BOX) -> None:
     for name, value in (("width", width), ("height", height), ("max_steps", max_steps)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (2 if name != "max_steps"
                                                                                            else 1):
             raise ValueError(f"{name} must be an integer of at least {2 if name != 'max_steps' else 1}, got {value!r}")
+    try:
+        x0, x1, y0, y1 = (float(v) for v in box)
+    except (TypeError, ValueError):
+        raise ValueError(f"box must be four numbers (x0, x1, y0, y1), e.g. {BOX}; got {box!r}") from None
+    if not (x0 < x1 and y0 < y1):
+        raise ValueError(f"box (x0, x1, y0, y1) needs x0 < x1 and y0 < y1; got {box!r}")
 
 
 def escape_steps(c_re: float, c_im: float, max_steps: int = MAX_STEPS) -> int:
@@ -41,7 +47,7 @@ def escape_steps(c_re: float, c_im: float, max_steps: int = MAX_STEPS) -> int:
 
 def mandelbrot_loops(width: int, height: int, box: tuple[float, ...] = BOX, max_steps: int = MAX_STEPS) -> np.ndarray:
     """escape_steps() for every pixel, one after another in Python (float64): rows of `height`, `width` wide."""
-    _check(width, height, max_steps)
+    _check(width, height, max_steps, box)
     x0, x1, y0, y1 = box
     counts = np.empty((height, width), dtype=np.int32)
     for py in range(height):
@@ -57,7 +63,7 @@ def mandelbrot_array(width: int, height: int, box: tuple[float, ...] = BOX, max_
 
     xp is numpy or cupy: the same code runs on the CPU and on a GPU.
     """
-    _check(width, height, max_steps)
+    _check(width, height, max_steps, box)
     x0, x1, y0, y1 = box
     c_re = (x0 + (x1 - x0) * xp.arange(width, dtype=dtype) / (width - 1)).astype(dtype)[None, :]
     c_im = (y0 + (y1 - y0) * xp.arange(height, dtype=dtype) / (height - 1)).astype(dtype)[:, None]
@@ -78,7 +84,7 @@ def mandelbrot_gpu(width: int, height: int, box: tuple[float, ...] = BOX, max_st
 
     from .cuda import blocks_for, file_kernel
 
-    _check(width, height, max_steps)
+    _check(width, height, max_steps, box)
     counts = cupy.empty((height, width), dtype=cupy.int32)
     x0, x1, y0, y1 = (np.float32(v) for v in box)
     file_kernel("mandelbrot.cu", "mandelbrot")(

@@ -194,6 +194,6 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
 
 
 def compile_for_targets(source: str, name: str = "kernel.cu",
-                        archs: tuple[str, ...] = TARGET_ARCHS) -> list[Compiled]:
-    """Compile `source` for every architecture in `archs` (the T4's and the H100's by default)."""
-    return [compile_source(source, arch, name) for arch in archs]
+                        archs: str | tuple[str, ...] = TARGET_ARCHS) -> list[Compiled]:
+    """Compile `source` for every architecture in `archs` (the T4's and the H100's by default; one may be a str)."""
+    return [compile_source(source, arch, name) for arch in ((archs,) if isinstance(archs, str) else archs)]

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import importlib
+import math
+import re
+import sys
 import types
 
 import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda, kernel_checks, nvrtc, plots, specs
+from helpers import cuda, grid, kernel_checks, nvrtc, plots, specs
+from helpers import mandelbrot as mb
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
 
@@ -61,6 +65,25 @@ def test_bad_elementwise_kernels_are_refused(args, message: str) -> None:
 def test_an_unknown_dtype_for_a_placeholder_is_refused() -> None:
     with pytest.raises(ValueError, match="accepted: bool, int8"):
         cuda.Elementwise("T x", "T y", "y = x", "k").source({"T": "float"})
+    with pytest.raises(ValueError, match="U is not a type placeholder of 'k'; its placeholders: T"):
+        cuda.Elementwise("T x", "T y", "y = x", "k").source({"U": "float32"})
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: cuda.Elementwise("float32 x", 5, "y = x", "k"), TypeError, "out_params must be a string"),
+    (lambda: cuda.show(5), TypeError, "CUDA C source or a file name"),
+])
+def test_arguments_of_the_wrong_type_say_what_is_expected(call, error, message: str) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+@needs_nvrtc
+def test_one_architecture_may_be_given_as_a_string(capsys) -> None:
+    copy = cuda.Elementwise("float32 x", "float32 y", "y = x", "copy")
+    assert [c.arch for c in copy.compile("sm_90")] == ["sm_90"]
+    assert [c.arch for c in cuda.compile_report(copy.source(), "copy.cu", "sm_75")] == ["sm_75"]
+    assert [c.arch for c in nvrtc.compile_for_targets(copy.source(), "copy.cu", "sm_75")] == ["sm_75"]
 
 
 @needs_nvrtc
@@ -101,6 +124,12 @@ def test_without_a_gpu_the_t4_gives_the_predictions() -> None:
     roofline = plots.predict_time(gpu.spec, flops, nbytes)
     assert gpu.predict_seconds(flops, nbytes) == pytest.approx(roofline + 10e-6)
     assert gpu.predict_seconds(flops, nbytes, copies=12e9) == pytest.approx(roofline + 10e-6 + 1.0)
+    assert gpu.predict_seconds(flops, nbytes, launches=3) == pytest.approx(roofline + 30e-6)
+    # CuPy's axpby: 3 kernels moving 7 float32 numbers per element, at the T4's 320 GB/s
+    assert gpu.predict_cupy_axpby(10**6) == pytest.approx(28e6 / 320e9 + 30e-6)
+    assert gpu.predict_cupy_axpby(10**6, copies=12e6) == pytest.approx(28e6 / 320e9 + 30e-6 + 1e-3)
+    with pytest.raises(ValueError, match="launches must be a positive integer"):
+        gpu.predict_seconds(flops, nbytes, launches=0)
 
 
 def test_on_a_gpu_its_own_name_labels_the_measurements(monkeypatch) -> None:
@@ -112,6 +141,9 @@ def test_on_a_gpu_its_own_name_labels_the_measurements(monkeypatch) -> None:
         monkeypatch.setattr(hardware, "hardware", lambda card=card: types.SimpleNamespace(gpus=[card]))
         found = cuda.gpu()
         assert found.here and found.label == f"{name} (measured)" and found.spec.name == roofs
+        assert found.own_specs == (name != "Some Future GPU")
+        assert found.note == ("" if found.own_specs else "No published specs on file for the Some Future GPU: the "
+                              "NVIDIA T4's roofs and host link stand in for its own in the plots and predictions.")
 
 
 @without_gpu
@@ -234,9 +266,20 @@ def test_a_twin_with_wrong_values_or_an_error_fails(capsys) -> None:
     assert "values differ from 2.5 * x" in out[0] and "raised KeyError" in out[1]
 
 
-def test_something_else_than_an_elementwise_is_refused(capsys) -> None:
+def test_something_else_than_an_elementwise_or_a_source_is_refused(capsys) -> None:
     assert not kernel_checks.check_silu("y = x")
-    assert "expected h.cuda.Elementwise" in capsys.readouterr().out
+    assert not kernel_checks.check_tiled_matmul(5) and not kernel_checks.check_scale(["x"], scale_twin)
+    out = lines(capsys)
+    assert "expected h.cuda.Elementwise" in out[0]
+    assert out[1] == "❌ tiled matmul: expected the kernel's CUDA C as a string (r\"\"\"...\"\"\"), got int"
+    assert out[2].startswith("❌ scale with a bounds check: expected the kernel's CUDA C as a string")
+
+
+def test_an_elementwise_with_the_wrong_number_of_parameters_fails_without_a_gpu(capsys) -> None:
+    two_in = cuda.Elementwise("float32 x, float32 b", "float32 y", "y = x / (1.0f + expf(-b));", "silu")
+    assert not kernel_checks.check_silu(two_in)
+    assert lines(capsys) == ["❌ silu: the kernel must take 1 input(s) and give 1 output; yours takes 2 "
+                             "('float32 x, float32 b') and gives 1 ('float32 y')"]
 
 
 @without_gpu
@@ -255,3 +298,220 @@ def test_host_links_come_with_their_source() -> None:
     assert rate == 12e9 and "PCIe Gen3" in source
     assert specs.host_link("TPU v4") is None and specs.host_link("no such card") is None
     assert all(specs.lookup(name) is not None for name in specs.HOST_LINKS)
+
+
+# ---------------------------------------------------------------- the GPU paths, on a fake CuPy
+# CuPy cannot run here, so these tests swap in a stand-in that is strict where real bugs hide: every
+# RawKernel launch is checked against the kernel's C signature (a Python int where C takes `int`, a float64
+# where it takes `float`, a float64 array behind `float*` all fail), grid and block must be tuples, a block
+# may hold at most 1024 threads, and the grid must cover the data. The kernel itself then runs as a NumPy
+# model (the 1-D ones as their Python twins in helpers.grid), so the plumbing around each launch is tested.
+
+C_TYPES = {"int": np.int32, "float": np.float32}
+SIGNATURE = re.compile(r'extern "C" __global__ void (\w+)\s*\(([^)]*)\)')
+
+
+class FakeArray(np.ndarray):
+    """A 'GPU' array: NumPy underneath, with CuPy's .get()."""
+
+    def get(self) -> np.ndarray:
+        return np.array(self)
+
+
+def on_device(x) -> FakeArray:
+    return np.array(x).view(FakeArray)
+
+
+def emulate_reduction(grid_, block, x, out, n):
+    threads, blocks = block[0], grid_[0]
+    owner = (np.arange(n) // threads) % blocks  # the block whose grid-stride loop reads element i
+    for b in range(blocks):
+        out[b] = x[:n][owner == b].sum(dtype=np.float32)
+
+
+def emulate_twin(twin):
+    return lambda grid_, block, *args: grid.launch(twin, grid_[0], block[0], *(
+        np.asarray(a) if isinstance(a, np.ndarray) and a.ndim else int(a) if isinstance(a, np.int32) else a
+        for a in args))
+
+
+def emulate_square_matmul(grid_, block, a, b, out, n):
+    assert grid_[0] * block[0] >= n and grid_[1] * block[1] >= n, "the grid does not cover the matrix"
+    out.reshape(n, n)[...] = a.reshape(n, n) @ b.reshape(n, n)
+
+
+def emulate_rect_matmul(grid_, block, a, b, out, m, k, n):
+    assert grid_[0] * block[0] >= n and grid_[1] * block[1] >= m, "x must cover the columns, y the rows"
+    out.reshape(m, n)[...] = a.reshape(m, k) @ b.reshape(k, n)
+
+
+def emulate_mandelbrot(grid_, block, counts, width, height, x0, x1, y0, y1, steps):
+    assert grid_[0] * block[0] >= width and grid_[1] * block[1] >= height, "the grid does not cover the image"
+    image = mb.mandelbrot_array(int(width), int(height), (x0, x1, y0, y1), int(steps), dtype="float32")
+    counts.reshape(int(height), int(width))[...] = image
+
+
+class FakeCupy(types.ModuleType):
+    """Just enough of CuPy for helpers.cuda, helpers.mandelbrot and helpers.kernel_checks."""
+
+    ndarray = FakeArray
+    float32, int32 = np.float32, np.int32
+
+    def __init__(self) -> None:
+        super().__init__("cupy")
+        self.launches: list[tuple[str, tuple, tuple]] = []
+        self.emulations = {"vector_add": emulate_twin(grid.vector_add),
+                           "vector_add_grid_stride": emulate_twin(grid.vector_add_grid_stride),
+                           "matmul_naive": emulate_square_matmul, "matmul_tiled": emulate_square_matmul,
+                           "matmul_tiled_rect": emulate_rect_matmul, "block_sum": emulate_reduction,
+                           "mandelbrot": emulate_mandelbrot}
+        self.elementwise: dict[str, object] = {}
+        stream = types.SimpleNamespace(synchronize=lambda: None)
+        self.cuda = types.SimpleNamespace(get_current_stream=lambda: stream)
+        fake = self
+
+        class RawKernel:
+            def __init__(self, source: str, name: str) -> None:
+                found = {m[1]: m[2] for m in SIGNATURE.finditer(source)}
+                assert name in found, f"no extern \"C\" __global__ function {name} in the source"
+                self.name, self.params = name, [p.strip() for p in found[name].split(",")]
+
+            def __call__(self, grid_, block, args) -> None:
+                for what, dims in (("grid", grid_), ("block", block)):
+                    assert isinstance(dims, tuple) and 1 <= len(dims) <= 3, f"{what} must be a tuple, got {dims!r}"
+                    assert all(type(d) is int and d > 0 for d in dims), f"{what} must hold Python ints: {dims!r}"
+                assert math.prod(block) <= 1024, f"{math.prod(block)} threads in a block"
+                assert isinstance(args, tuple) and len(args) == len(self.params), (self.params, args)
+                for param, arg in zip(self.params, args, strict=True):
+                    c_type = param.replace("const ", "").split()[0].rstrip("*")
+                    if "*" in param:
+                        assert isinstance(arg, FakeArray) and arg.dtype == C_TYPES[c_type], (param, arg.dtype)
+                        assert arg.flags.c_contiguous, param
+                    else:
+                        assert type(arg) is C_TYPES[c_type], f"{param} given a {type(arg).__name__}"
+                fake.launches.append((self.name, grid_, block))
+                fake.emulations[self.name](grid_, block, *(a.reshape(-1) if isinstance(a, FakeArray) else a
+                                                           for a in args))
+
+        class ElementwiseKernel:
+            def __init__(self, in_params, out_params, operation, name, preamble="") -> None:
+                self.name, self.inputs = name, in_params.count(",") + 1
+
+            def __call__(self, *args):
+                assert len(args) == self.inputs and all(isinstance(a, FakeArray) for a in args)
+                return on_device(fake.elementwise[self.name](*map(np.asarray, args)))
+
+        self.RawKernel, self.ElementwiseKernel = RawKernel, ElementwiseKernel
+
+    asarray = staticmethod(on_device)
+
+    @staticmethod
+    def empty(shape, dtype) -> FakeArray:
+        return on_device(np.full(shape, np.nan if np.dtype(dtype).kind == "f" else -1, dtype=dtype))
+
+    @staticmethod
+    def empty_like(a) -> FakeArray:
+        return FakeCupy.empty(a.shape, a.dtype)
+
+    @staticmethod
+    def zeros(shape, dtype) -> FakeArray:
+        return on_device(np.zeros(shape, dtype))
+
+    @staticmethod
+    def full(shape, value, dtype) -> FakeArray:
+        return on_device(np.full(shape, value, dtype))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A FakeCupy in place of CuPy, and helpers told that a GPU is here."""
+    fake = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(kernel_checks, "gpu_here", lambda: True)
+    cuda.raw_kernel.cache_clear()
+    yield fake
+    cuda.raw_kernel.cache_clear()
+
+
+def random_on_device(*shape: int, seed: int = 0) -> FakeArray:
+    return on_device(np.random.default_rng(seed).standard_normal(shape, dtype=np.float32))
+
+
+def test_vector_add_launches_one_thread_per_element_or_a_grid_stride(fake_gpu) -> None:
+    a, b = random_on_device(1000), random_on_device(1000, seed=1)
+    assert np.array_equal(cuda.vector_add(a, b).get(), a + b)
+    assert np.array_equal(cuda.vector_add(a, b, threads=128, grid_stride_blocks=3).get(), a + b)
+    assert fake_gpu.launches == [("vector_add", (4,), (256,)), ("vector_add_grid_stride", (3,), (128,))]
+
+
+def test_the_matmul_kernels_cover_a_matrix_that_is_not_a_multiple_of_the_tile(fake_gpu) -> None:
+    a, b = random_on_device(37, 37), random_on_device(37, 37, seed=1)
+    for kernel in cuda.MATMUL_KERNELS:
+        assert np.allclose(cuda.matmul_kernel(a, b, kernel).get(), np.asarray(a) @ np.asarray(b), atol=1e-5)
+    assert [launch[1:] for launch in fake_gpu.launches] == [((3, 3), (16, 16))] * 2
+
+
+def test_reduce_sum_adds_the_blocks_partial_sums_in_a_second_launch(fake_gpu) -> None:
+    x = random_on_device(100_003)
+    assert float(cuda.reduce_sum(x, blocks=7)) == pytest.approx(float(np.asarray(x).sum(dtype=np.float64)),
+                                                                rel=1e-5, abs=1e-2)
+    assert fake_gpu.launches == [("block_sum", (7,), (256,)), ("block_sum", (1,), (256,))]
+    cuda.reduce_sum(on_device(np.ones(300, np.float32)))  # fewer elements than 1024 blocks would need
+    assert fake_gpu.launches[-2][1] == (2,)
+
+
+def test_the_mandelbrot_kernel_gets_float32_corners_and_a_grid_over_the_image(fake_gpu) -> None:
+    counts = mb.mandelbrot_gpu(50, 20, max_steps=30)
+    assert counts.shape == (20, 50) and counts.dtype == np.int32
+    assert fake_gpu.launches == [("mandelbrot", (4, 2), (16, 16))]
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: cuda.vector_add(np.ones(4, np.float32), np.ones(4, np.float32)), "cupy.asarray"),
+    (lambda: cuda.vector_add(on_device(np.ones(4)), on_device(np.ones(4))), "float64.*astype"),
+    (lambda: cuda.vector_add(random_on_device(4), random_on_device(5)), "shape"),
+    (lambda: cuda.vector_add(random_on_device(8)[::2], random_on_device(4)), "contiguous"),
+    (lambda: cuda.vector_add(random_on_device(4), random_on_device(4), threads=2048), "1 to 1024"),
+    (lambda: cuda.vector_add(random_on_device(4), random_on_device(4), grid_stride_blocks=0), "grid_stride_blocks"),
+    (lambda: cuda.matmul_kernel(random_on_device(3, 4), random_on_device(3, 4)), "square"),
+    (lambda: cuda.matmul_kernel(random_on_device(3, 3), random_on_device(3, 3), "matmul_fast"), "matmul_naive"),
+    (lambda: cuda.reduce_sum(random_on_device(10), blocks=0), "blocks must be a positive integer"),
+])
+def test_what_a_kernel_would_misread_is_refused_before_the_launch(fake_gpu, call, message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
+    assert fake_gpu.launches == []
+
+
+def test_the_elementwise_checker_runs_the_kernel_on_a_gpu(fake_gpu, capsys) -> None:
+    fake_gpu.elementwise["silu"] = kernel_checks.silu_reference
+    assert kernel_checks.check_silu(SILU)
+    fake_gpu.elementwise["silu"] = lambda x: x / (1 + np.exp(x))  # a sign wrong
+    assert not kernel_checks.check_silu(SILU)
+    out = lines(capsys)
+    assert out[0] == "✅ silu: ran on this GPU and matches NumPy (1,000 elements)."
+    assert out[1].startswith("❌ silu: ") and "values differ from NumPy's (1,000 elements)" in out[1]
+
+
+def test_the_bounds_check_checker_sees_writes_past_the_end_on_a_gpu(fake_gpu, capsys) -> None:
+    fake_gpu.emulations["scale"] = emulate_twin(scale_twin)
+    assert kernel_checks.check_scale(SCALE, scale_twin)
+    fake_gpu.emulations["scale"] = emulate_twin(unchecked_twin)  # the twin is fixed but the CUDA C is not
+    assert not kernel_checks.check_scale(SCALE, scale_twin)
+    out = lines(capsys)
+    assert out[0].startswith("✅ scale with a bounds check: ran on this GPU and matches NumPy (n = 1,000: 4 blocks")
+    assert out[1] == ("❌ scale with a bounds check: on this GPU your kernel wrote 24 values past the end of out "
+                      "(n = 1,000: 4 blocks of 256 threads): the bounds check is missing or wrong")
+    assert fake_gpu.launches[0] == ("scale", (4,), (256,))
+
+
+def test_the_tiled_matmul_checker_runs_a_100_by_70_by_90_product_on_a_gpu(fake_gpu, capsys) -> None:
+    source = 'extern "C" __global__ void matmul_tiled_rect(const float* A, const float* B, float* C, int M, int K, ' \
+             'int N) { }'
+    assert kernel_checks.check_tiled_matmul(source)
+    assert lines(capsys) == ["✅ tiled matmul: ran on this GPU and matches NumPy ((100 x 70) @ (70 x 90), 16 x 16 "
+                             "tiles)."]
+    assert fake_gpu.launches == [("matmul_tiled_rect", (6, 7), (16, 16))]
+    fake_gpu.emulations["matmul_tiled_rect"] = lambda *args: 1 / 0
+    assert not kernel_checks.check_tiled_matmul(source)
+    assert lines(capsys)[0] == "❌ tiled matmul: the GPU run failed: ZeroDivisionError: division by zero"

@@ -37,6 +37,12 @@ def test_bad_sizes_are_refused(width, height, steps) -> None:
         mb.mandelbrot_loops(width, height, max_steps=steps)
 
 
+@pytest.mark.parametrize("box", [(0, 1), (1.0, 0.0, -1.0, 1.0), "abcd", None])
+def test_a_bad_box_is_refused(box) -> None:
+    with pytest.raises(ValueError, match=r"box"):
+        mb.mandelbrot_array(10, 10, box=box)
+
+
 def test_the_figure_is_an_image_of_the_counts() -> None:
     counts = mb.mandelbrot_array(40, 30, max_steps=20)
     heatmap = mb.figure(counts).data[0]
