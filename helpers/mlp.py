@@ -104,7 +104,7 @@ def check_params(params: Mapping[str, Any]) -> tuple[int, int, int]:
     if not isinstance(params, Mapping) or set(params) != set(PARAM_NAMES):
         found = sorted(params) if isinstance(params, Mapping) else type(params).__name__
         raise ValueError(f"params must be a dict with keys {', '.join(PARAM_NAMES)} (from init_params); got {found}")
-    shapes = {k: tuple(params[k].shape) for k in PARAM_NAMES}
+    shapes = {k: tuple(np.shape(params[k])) for k in PARAM_NAMES}  # np.shape: lists too, and every backend
     if len(shapes["W1"]) != 2 or len(shapes["W2"]) != 2:
         raise ValueError(f"W1 and W2 must be 2-D (inputs, outputs); got shapes {shapes}")
     (n_in, hidden), n_out = shapes["W1"], shapes["W2"][1]

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
+from numbers import Real
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,14 +26,15 @@ import numpy as np
 
 from . import mlp
 from .backend import array_module, backends, to_backend, to_numpy
+from .specs import LAUNCH_SECONDS
 from .timing import NoisyTimingWarning, Timing, benchmark, format_seconds
 
 #: What `trainer()` can build: the hand-written step on NumPy or CuPy, JAX one jitted step at a time or a
 #: whole epoch per call (lax.scan), and Keras 3 on the JAX backend.
 KINDS = ("numpy", "cupy", "jax", "jax-scan", "keras")
 #: Seconds one kernel launch costs at least: the low end of "roughly 10 to 50 microseconds" per CuPy call
-#: (shared/reference/accelerator-specs.md; chapter 03 measures it). The low end favours the GPU.
-LAUNCH_FLOOR = 10e-6
+#: (helpers.specs.LAUNCH_SECONDS, from the CuPy and JAX docs; chapter 03 measures it). The low end favours the GPU.
+LAUNCH_FLOOR = LAUNCH_SECONDS[0]
 
 
 @dataclass(frozen=True)
@@ -226,8 +228,6 @@ def samples_per_second(t: Timing) -> float:
     return t.extra["samples"] / t.median
 
 
-
-
 # ------------------------------------------------------------------------- the work of one step, op by op
 
 
@@ -311,6 +311,8 @@ def trace_step(batch: int, n_in: int = 64, hidden: int = 64, n_out: int = 10) ->
 
     This counts the code that really runs (the NumPy code is the CuPy code), not a formula for it.
     """
+    for name, value in (("batch", batch), ("n_in", n_in), ("hidden", hidden), ("n_out", n_out)):
+        mlp._positive_int(name, value)
     params = {k: v.view(_Traced) for k, v in mlp.init_params(n_in, hidden, n_out).items()}
     x = np.zeros((batch, n_in), np.float32).view(_Traced)
     y = (np.arange(batch, dtype=np.int32) % n_out).view(_Traced)
@@ -362,8 +364,12 @@ class Prediction:
 
 
 def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 64, n_out: int = 10,
-                  floor: float = LAUNCH_FLOOR, dtype: str = "float32") -> Prediction:
-    """Predict one epoch on `device` (a name in helpers.specs) from its published peak and bandwidth."""
+                  floor: float = LAUNCH_FLOOR) -> Prediction:
+    """Predict one float32 epoch of the hand-written step on `device` (a name in helpers.specs).
+
+    Its published float32 peak and bandwidth give each operation's roofline time (the traced bytes are float32
+    bytes: the CuPy step trains in float32); `floor` is the least one kernel launch costs.
+    """
     from . import specs
     from .plots import predict_time
 
@@ -372,7 +378,7 @@ def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor >= 0:
         raise ValueError(f"floor (seconds per kernel launch) must be a non-negative number, got {floor!r}")
     work = trace_step(mlp._positive_int("batch", batch), n_in, mlp._positive_int("hidden", hidden), n_out)
-    times = [predict_time(spec, k.flops, k.bytes, dtype) for k in work.kernels]
+    times = [predict_time(spec, k.flops, k.bytes, "float32") for k in work.kernels]
     per_step = sum(max(t, floor) for t in times)
     return Prediction(spec.name, steps, batch, hidden, work.launches, float(floor), sum(times), steps * per_step,
                       sum(t < floor for t in times))
@@ -392,13 +398,18 @@ class Sweep:
     timings: dict[str, list[Timing]]  # trainer label -> one Timing per value
     predictions: tuple[Prediction, ...]
 
+    def _timings(self, label: str) -> list[Timing]:
+        if label not in self.timings:
+            raise KeyError(f"no trainer labelled {label!r} in this sweep; it timed: {', '.join(self.timings)}")
+        return self.timings[label]
+
     def seconds(self, label: str) -> np.ndarray:
         """Median seconds per epoch of one trainer, per value."""
-        return np.array([t.median for t in self.timings[label]])
+        return np.array([t.median for t in self._timings(label)])
 
     def crossover(self, label: str) -> int | None:
         """The first value from which the prediction beats the measured trainer `label`, or None if it never does."""
-        faster = [p.seconds < t.median for p, t in zip(self.predictions, self.timings[label], strict=True)]
+        faster = [p.seconds < t.median for p, t in zip(self.predictions, self._timings(label), strict=True)]
         for i, value in enumerate(self.values):
             if all(faster[i:]):
                 return value
@@ -429,6 +440,21 @@ def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequ
                                                       min_repeats=3))
         predictions.append(predict_epoch(device, b, hd, idx.shape[0], data.n_features, data.n_classes))
     return Sweep(vary, values, batch, hidden, timings, tuple(predictions))
+
+
+def sweep_report(sw: Sweep) -> str:
+    """One line per measured trainer: from which size on the prediction beats it, and its speed at the largest."""
+    device = sw.predictions[0].label
+    lines = []
+    for label, timings in sw.timings.items():
+        cross = sw.crossover(label)
+        where = f"from {sw.vary} {cross:,} on" if cross else f"at no {sw.vary} measured"
+        big = timings[-1]
+        rate = "" if big.gflops is None else f", {big.gflops:,.1f} GFLOP/s"
+        share = "" if big.fraction_of_peak is None else f" ({big.fraction_of_peak:.0%} of the {big.peak.device} peak)"
+        lines.append(f"{label}: {device} is faster {where}; at {sw.vary} {sw.values[-1]:,}: "
+                     f"{format_seconds(big.median)} per epoch{rate}{share}")
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------------- figures
@@ -465,7 +491,7 @@ def sweep_figure(sw: Sweep, title: str | None = None) -> Any:
     xs = np.array(sw.values)
     for label, timings in sw.timings.items():
         fig.add_trace(go.Scatter(
-            x=xs, y=sw.seconds(label), mode="lines+markers", name=f"{label}, measured here",
+            x=xs, y=sw.seconds(label), mode="lines+markers", name=f"{label}, measured here{_on(timings[0])}",
             line=dict(color=colour(timings[0].backend), width=2.5),
             customdata=[[format_seconds(t.median), f"{t.gflops:,.3g}"] for t in timings],
             hovertemplate=f"{escape(label)}<br>{sw.vary} %{{x}}: %{{customdata[0]}} per epoch, "
@@ -491,6 +517,11 @@ def sweep_figure(sw: Sweep, title: str | None = None) -> Any:
     return fig
 
 
+def _on(t: Timing) -> str:
+    """' on CPU (2 cores)' or ' on NVIDIA T4': where a timing ran, from the peak it was judged by."""
+    return f" on {t.peak.device}" if t.peak is not None else ""
+
+
 # ------------------------------------------------------------------------------------------------------- table
 
 
@@ -508,6 +539,9 @@ def summary_table(rows: Sequence[Row]) -> Any:
     """The closing table as Markdown: backend, device, accuracy, seconds per epoch, speed-up over the first row."""
     if not rows:
         raise ValueError("summary_table() needs at least one Row")
+    bad = [r.backend for r in rows if not (isinstance(r.seconds, Real) and r.seconds > 0)]
+    if bad:
+        raise ValueError(f"every Row needs a positive number of seconds per epoch; these do not: {', '.join(bad)}")
     base = rows[0].seconds
     lines = ["| backend | device | test accuracy | seconds per epoch | speed-up over " + escape(rows[0].backend) + " |",
              "|---|---|---:|---:|---:|"]
@@ -522,4 +556,4 @@ def summary_table(rows: Sequence[Row]) -> Any:
 
 __all__ = ["KINDS", "LAUNCH_FLOOR", "Kernel", "Prediction", "Row", "Run", "StepWork", "Sweep", "Trainer",
            "accuracy", "device_name", "loss_figure", "predict_epoch", "samples_per_second", "summary_table", "sweep",
-           "sweep_figure", "time_epoch", "trace_step", "train", "trainer"]
+           "sweep_figure", "sweep_report", "time_epoch", "trace_step", "train", "trainer"]

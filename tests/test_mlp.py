@@ -75,6 +75,8 @@ def test_check_params_names_what_is_wrong() -> None:
         mlp.check_params({"W1": params["W1"]})
     with pytest.raises(ValueError, match="do not fit together"):
         mlp.check_params({**params, "b1": np.zeros(5)})
+    with pytest.raises(ValueError, match="W1 and W2 must be 2-D"):
+        mlp.check_params({**params, "W1": [1.0, 2.0]})  # a list: named by its shape, not an AttributeError
 
 
 def test_batch_order_is_shared_reshuffled_and_complete_batches_only() -> None:

@@ -7,6 +7,7 @@ import pytest
 from conftest import without_gpu
 
 from helpers import backend, mlp, specs, training
+from helpers.hardware import Peak
 from helpers.timing import Timing
 
 
@@ -47,6 +48,31 @@ def test_numpy_jax_and_scan_follow_the_same_losses(data: mlp.Digits, small_order
         assert run.accuracy == pytest.approx(runs[0].accuracy, abs=1 / len(data.y_test))
     assert 0.1 < runs[0].accuracy <= 1 and runs[0].device == "CPU"
     assert str(runs[0]).startswith("NumPy on CPU: 2 epochs of 5 steps, loss ")
+
+
+def test_cupy_trainer_runs_the_numpy_step_through_the_array_module(data: mlp.Digits, small_order: np.ndarray,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # No GPU here: NumPy stands in for CuPy behind the two names the trainer moves data and finds its module by.
+    monkeypatch.setattr(training, "array_module", lambda name: np if name == "cupy" else backend.array_module(name))
+    monkeypatch.setattr(training, "to_backend",
+                        lambda x, name: backend.to_backend(x, "numpy" if name == "cupy" else name))
+    tr = training.trainer("cupy", 0.2)
+    assert (tr.label, tr.backend) == ("CuPy", "cupy")
+    cupy_run = training.train(tr, data, mlp.init_params(), small_order)
+    numpy_run = training.train(training.trainer("numpy", 0.2), data, mlp.init_params(), small_order)
+    np.testing.assert_array_equal(cupy_run.losses, numpy_run.losses)
+    assert cupy_run.accuracy == numpy_run.accuracy
+    assert all(np.array_equal(cupy_run.params[k], numpy_run.params[k]) for k in mlp.PARAM_NAMES)
+
+
+def test_keras_trainer_follows_numpy_through_the_shared_loop(data: mlp.Digits, small_order: np.ndarray) -> None:
+    params = mlp.init_params(64, 16, 10)
+    keras_run = training.train(training.trainer("keras", 0.2), data, params, small_order)
+    numpy_run = training.train(training.trainer("numpy", 0.2), data, params, small_order)
+    assert keras_run.label == "Keras (JAX backend)" and keras_run.losses.shape == (2, 5)
+    np.testing.assert_allclose(keras_run.losses, numpy_run.losses, rtol=1e-5)
+    np.testing.assert_allclose(keras_run.params["W1"], numpy_run.params["W1"], rtol=1e-4, atol=1e-6)
+    assert keras_run.accuracy == pytest.approx(numpy_run.accuracy, abs=1 / len(data.y_test))
 
 
 def test_train_does_not_change_the_shared_start(data: mlp.Digits, small_order: np.ndarray) -> None:
@@ -92,6 +118,10 @@ def test_trace_step_counts_the_operations_that_run() -> None:
     assert work.launches == 36 and work.launches == training.trace_step(512, 64, 4096, 10).launches
     assert work.bytes > 4 * (n_in * hidden + hidden * n_out)  # at least the weights, read once
     assert training.trace_step(8, 5, 14, 3).flops > work.flops
+    with pytest.raises(ValueError, match="batch must be a positive integer"):
+        training.trace_step(0)
+    with pytest.raises(ValueError, match="hidden must be a positive integer"):
+        training.trace_step(8, 5, 2.5, 3)
 
 
 def test_predictions_are_launch_bound_when_small_and_roofline_bound_when_big() -> None:
@@ -133,6 +163,22 @@ def test_crossover_is_where_the_prediction_wins_from_then_on() -> None:
     sw.timings["NumPy"][3] = _fake_timing(0.1 * p)
     assert sw.crossover("NumPy") is None
     np.testing.assert_allclose(sw.seconds("NumPy"), [0.5 * p, 2 * p, 1.5 * p, 0.1 * p])
+    with pytest.raises(KeyError, match="no trainer labelled 'CuPy' in this sweep; it timed: NumPy"):
+        sw.crossover("CuPy")
+
+
+def test_sweep_report_says_where_the_prediction_wins_even_without_a_known_peak() -> None:
+    preds = tuple(training.predict_epoch("NVIDIA T4", 32, h, 42) for h in (16, 64))
+    p = preds[0].seconds
+    on_gpu = _fake_timing(2 * p, "CuPy")
+    on_gpu.peak = Peak("NVIDIA T4", 8.1e12, 320e9, "published")
+    unknown = _fake_timing(2 * p, "JAX")  # a GPU with no published peaks on file: no fraction of peak
+    sw = training.Sweep("hidden", (16, 64), 32, 64, {"NumPy": [_fake_timing(0.5 * p), _fake_timing(2 * p)],
+                                                     "CuPy": [on_gpu, on_gpu], "JAX": [unknown, unknown]}, preds)
+    lines = training.sweep_report(sw).splitlines()
+    assert lines[0].startswith("NumPy: NVIDIA T4 (prediction) is faster from hidden 64 on; at hidden 64: ")
+    assert lines[1].endswith(" GFLOP/s (0% of the NVIDIA T4 peak)") and lines[1].startswith("CuPy: ")
+    assert lines[2].endswith(" GFLOP/s") and "peak" not in lines[2]
 
 
 def test_sweep_times_every_trainer_at_every_value(data: mlp.Digits) -> None:
@@ -140,7 +186,8 @@ def test_sweep_times_every_trainer_at_every_value(data: mlp.Digits) -> None:
     assert sw.values == (512, 1024) and [t.n for t in sw.timings["NumPy"]] == [512, 1024]
     assert [p.steps for p in sw.predictions] == [2, 1] and all(p.hidden == 8 for p in sw.predictions)
     fig = training.sweep_figure(sw)
-    assert [trace.name for trace in fig.data] == ["NumPy, measured here", "NVIDIA T4 (prediction)",
+    assert [trace.name for trace in fig.data] == [f"NumPy, measured here on {sw.timings['NumPy'][0].peak.device}",
+                                                  "NVIDIA T4 (prediction)",
                                                   "its kernel launches alone (10 µs each)"]
     with pytest.raises(ValueError, match="vary must be 'batch' or 'hidden'"):
         training.sweep([training.trainer("numpy", 0.1)], data, "depth", (1,))
@@ -164,3 +211,5 @@ def test_summary_table_gives_speed_ups_over_the_first_row() -> None:
     assert "| JAX | CPU | 97.3% | 2 ms | 2.00x |" in text
     with pytest.raises(ValueError, match="at least one Row"):
         training.summary_table([])
+    with pytest.raises(ValueError, match="positive number of seconds per epoch; these do not: JAX"):
+        training.summary_table([training.Row("NumPy", "CPU", 0.9, 0.004), training.Row("JAX", "CPU", 0.9, 0.0)])
