@@ -120,11 +120,19 @@ class Hardware:
             return Peak(spec.name, spec.peak_for("bfloat16"), spec.peak_bandwidth,
                         f"published bf16 MXU peak [{spec.source}]")
         key = dtype
-        # float32 matmuls run on TF32 tensor cores where the GPU has them: always for JAX (its default
-        # precision), and for CuPy only when CUPY_TF32=1.
-        if dtype == "float32" and spec.peak_for("tf32") and (backend == "jax" or os.environ.get("CUPY_TF32") == "1"):
+        # float32 matmuls run on TF32 tensor cores where the GPU has them: for JAX unless its matmul precision
+        # is set to full float32, and for CuPy only when CUPY_TF32=1.
+        tf32 = _jax_float32_is_tf32() if backend == "jax" else os.environ.get("CUPY_TF32") == "1"
+        if dtype == "float32" and spec.peak_for("tf32") and tf32:
             key = "tf32"
         return Peak(spec.name, spec.peak_for(key), spec.peak_bandwidth, f"published {key} peak [{spec.source}]")
+
+
+def _jax_float32_is_tf32() -> bool:
+    """Whether JAX rounds float32 matmuls to TF32 on a GPU: its default, unless the precision says full float32."""
+    jax = sys.modules.get("jax")
+    setting = jax.config.jax_default_matmul_precision if jax is not None else None
+    return str(setting).lower() not in ("highest", "float32")
 
 
 def where_we_run() -> str:

@@ -170,3 +170,13 @@ def test_report_lists_accelerators(fake_cpu):
     assert "2 cores" in tpu.summary() and "bfloat16 275 TFLOP/s" in tpu.summary()
     assert "no published peaks" in Accelerator("gpu", "Mystery", "cupy").summary()
     assert "JAX is not usable" in str(Hardware(fake_cpu, (), None, "local"))
+
+
+@pytest.mark.parametrize("setting", ["highest", "float32"])
+def test_jax_float32_at_full_precision_is_judged_by_the_float32_roof(fake_cpu, setting):
+    import jax
+
+    hw = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
+    with jax.default_matmul_precision(setting):
+        assert hw.peak("jax", "float32", device_kind="gpu").flops == pytest.approx(19.5e12)
+    assert hw.peak("jax", "float32", device_kind="gpu").flops == pytest.approx(156e12)  # back to the default
