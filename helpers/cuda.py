@@ -410,16 +410,3 @@ def gpu() -> GPU:
             return GPU(card.name, card.spec or reference, True, own_specs=card.spec is not None)
     return GPU(reference.name, reference, False)
 
-
-def crossover(sizes: Sequence[float], cpu_seconds: Sequence[float], gpu_seconds: Sequence[float]) -> float | None:
-    """The smallest size from which the GPU is faster at every larger size measured, or None if it never is."""
-    if not (len(sizes) == len(cpu_seconds) == len(gpu_seconds)) or not sizes:
-        raise ValueError("sizes, cpu_seconds and gpu_seconds must be non-empty and of the same length")
-    order = np.argsort(sizes)
-    wins = [gpu_seconds[i] < cpu_seconds[i] for i in order]
-    if not wins[-1]:
-        return None
-    first = len(wins) - 1
-    while first > 0 and wins[first - 1]:
-        first -= 1
-    return float(sizes[order[first]])

@@ -11,7 +11,7 @@ import itertools
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
 from numbers import Integral, Real
@@ -336,6 +336,23 @@ def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20,
         _backends.sync_each(out, _backends.backends_in(out))  # after the clock: the launch alone was timed
     return float(np.median(times))
 
+
+
+def crossover(sizes: Sequence[Any], baseline_seconds: Sequence[float], other_seconds: Sequence[float]) -> Any:
+    """The smallest size from which `other` beats `baseline` at every larger size too, or None if it never does.
+
+    "From then on" matters: a noisy win at one small size, lost again above it, is not a crossover.
+    """
+    if not (len(sizes) == len(baseline_seconds) == len(other_seconds)) or not len(sizes):
+        raise ValueError("crossover() needs non-empty sizes, baseline_seconds and other_seconds of the same length; "
+                         f"got {len(sizes)}, {len(baseline_seconds)} and {len(other_seconds)}")
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    found = None
+    for i in reversed(order):
+        if not other_seconds[i] < baseline_seconds[i]:
+            break
+        found = sizes[i]
+    return found
 
 @dataclass
 class Comparison:

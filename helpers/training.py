@@ -27,7 +27,7 @@ import numpy as np
 from . import mlp
 from .backend import array_module, backends, to_backend, to_numpy
 from .specs import LAUNCH_SECONDS
-from .timing import NoisyTimingWarning, Timing, benchmark, format_seconds
+from .timing import NoisyTimingWarning, Timing, benchmark, crossover, format_seconds
 
 #: What `trainer()` can build: the hand-written step on NumPy or CuPy, JAX one jitted step at a time or a
 #: whole epoch per call (lax.scan), and Keras 3 on the JAX backend.
@@ -409,11 +409,7 @@ class Sweep:
 
     def crossover(self, label: str) -> int | None:
         """The first value from which the prediction beats the measured trainer `label`, or None if it never does."""
-        faster = [p.seconds < t.median for p, t in zip(self.predictions, self._timings(label), strict=True)]
-        for i, value in enumerate(self.values):
-            if all(faster[i:]):
-                return value
-        return None
+        return crossover(self.values, self.seconds(label), [p.seconds for p in self.predictions])
 
 
 def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequence[int], batch: int = 32,

@@ -156,22 +156,6 @@ def test_gpu_paths_get_as_far_as_they_can_without_a_gpu() -> None:
         cuda.vector_add(np.ones(4, np.float32), np.ones(4, np.float32))
 
 
-@pytest.mark.parametrize(("gpu", "expected"), [
-    ([5, 5, 2, 1], 30),  # loses, loses, wins, wins
-    ([0, 5, 2, 1], 30),  # a lucky early win does not count
-    ([0, 0, 0, 0], 10),
-    ([0, 0, 0, 9], None),  # loses at the largest size
-])
-def test_crossover_is_where_the_gpu_wins_from_then_on(gpu, expected) -> None:
-    assert cuda.crossover([10, 20, 30, 40], [1, 2, 3, 4], gpu) == expected
-    assert cuda.crossover([40, 30, 20, 10], [4, 3, 2, 1], gpu[::-1]) == expected, "sizes in any order"
-
-
-def test_crossover_refuses_mismatched_lists() -> None:
-    with pytest.raises(ValueError, match="same length"):
-        cuda.crossover([1, 2], [1], [1, 2])
-
-
 def test_compile_report_without_nvrtc_says_how_to_get_it(monkeypatch, capsys) -> None:
     monkeypatch.setattr(nvrtc, "_library", lambda: "NVRTC was not found")
     assert cuda.compile_report("whatever", "k.cu") == []

@@ -451,3 +451,21 @@ def test_time_without_sync_reads_the_clock_before_waiting(monkeypatch):
         timing.time_without_sync(launch, x, repeats=0)
     with pytest.raises(TypeError, match="times a function"):
         timing.time_without_sync(x)
+
+
+@pytest.mark.parametrize(("other", "expected"), [
+    ([5, 5, 2, 1], 30),  # loses, loses, wins, wins
+    ([0, 5, 2, 1], 30),  # a lucky early win does not count
+    ([0, 0, 0, 0], 10),
+    ([0, 0, 0, 9], None),  # loses at the largest size
+])
+def test_crossover_is_where_the_other_wins_from_then_on(other, expected) -> None:
+    assert timing.crossover([10, 20, 30, 40], [1, 2, 3, 4], other) == expected
+    assert timing.crossover([40, 30, 20, 10], [4, 3, 2, 1], other[::-1]) == expected, "sizes in any order"
+
+
+def test_crossover_refuses_mismatched_lists() -> None:
+    with pytest.raises(ValueError, match="same length"):
+        timing.crossover([1, 2], [1], [1, 2])
+    with pytest.raises(ValueError, match="non-empty"):
+        timing.crossover([], [], [])
