@@ -337,7 +337,6 @@ def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20,
     return float(np.median(times))
 
 
-
 def crossover(sizes: Sequence[Any], baseline_seconds: Sequence[float], other_seconds: Sequence[float]) -> Any:
     """The smallest size from which `other` beats `baseline` at every larger size too, or None if it never does.
 
@@ -353,6 +352,7 @@ def crossover(sizes: Sequence[Any], baseline_seconds: Sequence[float], other_sec
             break
         found = sizes[i]
     return found
+
 
 @dataclass
 class Comparison:
