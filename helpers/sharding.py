@@ -14,7 +14,6 @@ instead, and says to restart the kernel.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from numbers import Integral
@@ -25,7 +24,6 @@ import numpy as np
 
 #: The device count the chapter shards over: a TPU v5e-8 slice, or 8 simulated CPU devices.
 DEVICES = 8
-_XLA_FLAG = "--xla_force_host_platform_device_count"
 _RESTART = ("Restart the kernel (Jupyter: Kernel > Restart; Colab: Runtime > Restart session), then run the cell "
             "with h.sharding.use_host_devices({count}) first, before anything else uses JAX (h.hardware(), "
             "h.backends() and h.accelerator_backend() all do).")
@@ -69,12 +67,11 @@ def use_host_devices(count: int = DEVICES) -> str:
     if _backends_started():
         return _already_started(count)
     try:
-        jax.config.update("jax_num_cpu_devices", count)  # JAX >= 0.4.38; refuses once the backends run
+        # JAX's option for XLA's host device count (it overrides --xla_force_host_platform_device_count in
+        # XLA_FLAGS); it refuses once the backends run
+        jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:
         return _already_started(count)
-    except AttributeError:  # older JAX: the XLA flag, read when the CPU backend starts
-        flags = re.sub(rf"{_XLA_FLAG}=\S*\s*", "", os.environ.get("XLA_FLAGS", "")).strip()
-        os.environ["XLA_FLAGS"] = f"{flags} {_XLA_FLAG}={count}".strip()
     return f"JAX will split this machine's CPU into {count} devices (set before JAX started)."
 
 

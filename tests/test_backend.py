@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import backend
+from helpers import backend, workloads
 from helpers.backend import (
     BackendUnavailable,
     array_module,
@@ -200,7 +200,7 @@ def test_python_gives_lists():
 def test_float64_to_jax_without_64_bit_mode_is_refused_not_silently_halved():
     with pytest.raises(ValueError, match="enable_x64"):
         to_backend(np.ones(2), "jax")
-    with jax.enable_x64():
+    with workloads.precision("jax", "float64"):  # jax.enable_x64, wherever this JAX keeps it
         assert to_backend(np.ones(2), "jax").dtype == np.float64
 
 

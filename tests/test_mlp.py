@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import mlp
+from helpers import mlp, workloads
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_hand_written_gradients_equal_jax_grad_in_float64(batch: tuple[np.ndarra
     params = mlp.init_params(64, 9, 10, seed=1, dtype="float64")
     params["b1"] = np.linspace(-0.3, 0.3, 9)  # non-zero biases, so every gradient is exercised
     loss, grads = mlp.loss_and_grads(params, x.astype(np.float64), y)
-    with jax.enable_x64(True):
+    with workloads.precision("jax", "float64"):  # jax.enable_x64, wherever this JAX keeps it
         def forward_loss(p: dict) -> jax.Array:  # the forward pass only: JAX differentiates it
             return mlp.softmax_cross_entropy(mlp.logits(p, jnp.asarray(x, jnp.float64)), jnp.asarray(y), jnp)[0]
 
@@ -113,7 +113,7 @@ def test_hand_written_gradients_equal_jax_grad_in_float64(batch: tuple[np.ndarra
 def test_dense_backward_equals_jax_vjp() -> None:
     rng = np.random.default_rng(0)
     x, W, b, dout = (rng.standard_normal(s) for s in [(5, 3), (3, 4), (4,), (5, 4)])
-    with jax.enable_x64(True):
+    with workloads.precision("jax", "float64"):  # jax.enable_x64, wherever this JAX keeps it
         _, vjp = jax.vjp(mlp.dense_forward, jnp.asarray(x), jnp.asarray(W), jnp.asarray(b))
         want = vjp(jnp.asarray(dout))
     got = mlp.dense_backward(dout, x, W)
