@@ -153,3 +153,12 @@ def test_dev_extra_has_cupy_except_on_macos() -> None:
     marker = cupy[0].marker
     assert marker is not None and not marker.evaluate({"sys_platform": "darwin"}), "no CuPy wheels for macOS"
     assert marker.evaluate({"sys_platform": "linux"})
+
+
+def test_kernel_sources_ship_with_the_package() -> None:
+    """Colab installs the package from git, not editable: every .cu file must be listed as package data."""
+    globs = pyproject()["tool"]["setuptools"]["package-data"]["helpers"]
+    kernels = sorted((ROOT / "helpers").rglob("*.cu"))
+    assert kernels, "chapter 03's kernels live in helpers/kernels/*.cu"
+    missing = [p.name for p in kernels if not any(p.relative_to(ROOT / "helpers").match(g) for g in globs)]
+    assert not missing, f"not in [tool.setuptools.package-data] helpers: {missing}"
