@@ -26,6 +26,7 @@ import numpy as np
 
 from . import nvrtc, specs
 from .backend import backends
+from .validate import positive_int
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
@@ -232,15 +233,9 @@ def gpu_here() -> bool:
     return backends()["cupy"].usable
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def blocks_for(n: int, threads: int) -> int:
     """Blocks of `threads` threads needed to give each of n elements a thread: ceil(n / threads)."""
-    n, threads = _positive_int("n", n), _positive_int("threads", threads)
+    n, threads = positive_int("n", n), positive_int("threads", threads)
     return (n + threads - 1) // threads
 
 
@@ -304,7 +299,7 @@ def vector_add(a: Any, b: Any, threads: int = 256, grid_stride_blocks: int | Non
     if grid_stride_blocks is None:
         file_kernel("vector_add.cu", "vector_add")((blocks_for(n, threads),), (threads,), (a, b, out, np.int32(n)))
     else:
-        blocks = _positive_int("grid_stride_blocks", grid_stride_blocks)
+        blocks = positive_int("grid_stride_blocks", grid_stride_blocks)
         file_kernel("vector_add.cu", "vector_add_grid_stride")((blocks,), (threads,),
                                                                (a, b, out, np.int32(n)))
     return out
@@ -338,7 +333,7 @@ def reduce_sum(x: Any, blocks: int = 1024) -> Any:
     import cupy
 
     device_arrays("reduce_sum", x=x)
-    blocks = min(_positive_int("blocks", blocks), blocks_for(x.size, REDUCE_THREADS))
+    blocks = min(positive_int("blocks", blocks), blocks_for(x.size, REDUCE_THREADS))
     partial = cupy.empty(blocks, dtype=cupy.float32)
     total = cupy.empty(1, dtype=cupy.float32)
     kernel = file_kernel("reduce_sum.cu", "block_sum")
@@ -384,13 +379,13 @@ class GPU:
         """Roofline time on this GPU, plus the floor of each kernel launch, plus `copies` bytes over the host link."""
         from .plots import predict_time
 
-        launches = _positive_int("launches", launches)
+        launches = positive_int("launches", launches)
         return (predict_time(self.spec, flops, bytes, dtype) + launches * specs.LAUNCH_SECONDS[0]
                 + copies / self.host_link()[0])
 
     def predict_cupy_axpby(self, n: int, copies: float = 0.0) -> float:
         """Roofline seconds for alpha * x + beta * y (n elements) as CuPy runs it: three kernels, 7 numbers each."""
-        n = _positive_int("n", n)
+        n = positive_int("n", n)
         return self.predict_seconds(3 * n, CUPY_AXPBY_NUMBERS * 4 * n, copies=copies, launches=CUPY_AXPBY_KERNELS)
 
 

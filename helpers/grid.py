@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .validate import positive_int
+
 #: More threads than this would make the Python model slow, and its picture unreadable.
 MAX_THREADS = 100_000
 #: Columns a picture can show legibly.
@@ -253,9 +255,7 @@ def launch(body: Callable[..., Any], grid: int, block: int, *args: Any) -> Launc
     NumPy arrays in `args` are passed as TracedArray under their parameter names in `body`; they are written
     in place. Other arguments (sizes, scalars) are passed as they are.
     """
-    for name, value in (("grid (blocks)", grid), ("block (threads per block)", block)):
-        if isinstance(value, bool) or not isinstance(value, Integral) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    grid, block = positive_int("grid (blocks)", grid), positive_int("block (threads per block)", block)
     if grid * block > MAX_THREADS:
         raise ValueError(f"{grid} x {block} threads are too many for the Python model (at most {MAX_THREADS:,})")
     names = list(inspect.signature(body).parameters)[1:]

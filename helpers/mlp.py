@@ -18,12 +18,13 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
 from .backend import array_module
+from .validate import positive_int
 
 #: The parameters of the network, in the order Keras' `get_weights()` lists them: kernel, bias, kernel, bias.
 #: Kernels are (inputs, outputs), so a layer is `x @ W + b`, as in Keras' Dense.
@@ -32,12 +33,6 @@ PARAM_NAMES = ("W1", "b1", "W2", "b2")
 COMPUTE_DTYPES = ("float32", "bfloat16")
 
 Params = dict[str, Any]
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 # ---------------------------------------------------------------------------------------------------- the data
@@ -86,7 +81,7 @@ def load_digits_split(test_fraction: float = 0.25, seed: int = 0) -> Digits:
 
 def init_params(n_in: int = 64, hidden: int = 64, n_out: int = 10, seed: int = 0, dtype: str = "float32") -> Params:
     """The one starting point every backend shares: He-normal kernels (good for ReLU), zero biases, NumPy arrays."""
-    n_in, hidden, n_out = (_positive_int(name, v) for name, v in (("n_in", n_in), ("hidden", hidden),
+    n_in, hidden, n_out = (positive_int(name, v) for name, v in (("n_in", n_in), ("hidden", hidden),
                                                                    ("n_out", n_out)))
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
@@ -120,7 +115,7 @@ def batch_order(n_samples: int, batch_size: int, epochs: int, seed: int = 0) -> 
     Made once and given to every backend, so they all see the same batches in the same order. The last,
     incomplete batch of an epoch is dropped: every step has the same shape (JAX compiles once per shape).
     """
-    n_samples, batch_size, epochs = (_positive_int(name, v) for name, v in (
+    n_samples, batch_size, epochs = (positive_int(name, v) for name, v in (
         ("n_samples", n_samples), ("batch_size", batch_size), ("epochs", epochs)))
     if batch_size > n_samples:
         raise ValueError(f"batch_size {batch_size:,} is larger than the {n_samples:,} training samples")

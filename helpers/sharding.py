@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from numbers import Integral
 from typing import Any
 
 import jax
 import numpy as np
+
+from .validate import positive_int
 
 #: The device count the chapter shards over: a TPU v5e-8 slice, or 8 simulated CPU devices.
 DEVICES = 8
@@ -34,9 +35,7 @@ class HostDevicesError(RuntimeError):
 
 
 def _count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, Integral) or count < 1:
-        raise ValueError(f"count must be a positive integer (how many CPU devices), got {count!r}")
-    return int(count)
+    return positive_int("count", count, "how many CPU devices")
 
 
 def _already_started(count: int) -> str:

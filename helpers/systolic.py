@@ -47,6 +47,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .validate import positive_int
+
 #: The MXU of a TPU v5e (and v2 to v5p) is a 128 x 128 systolic array; v6e's is 256 x 256.
 MXU_SIZE = 128
 #: The largest side `history` records: beyond this an animation is unreadable.
@@ -281,8 +283,7 @@ def shape_problem(shape: object, at_least: tuple[int, int], size: int = MXU_SIZE
 
 def _check_sizes(**sizes: object) -> None:
     for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive integer (a matrix dimension), got {value!r}")
+        positive_int(name, value, "a matrix dimension")
 
 
 __all__ = ["HISTORY_LIMIT", "MXU_SIZE", "Simulation", "Snapshot", "cycle_count", "fill", "history", "passes",

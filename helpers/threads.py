@@ -18,6 +18,7 @@ from typing import Any
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from .timing import Timing, benchmark
+from .validate import positive_int
 
 _NAMES = {"openblas": "OpenBLAS", "mkl": "Intel MKL", "blis": "BLIS", "accelerate": "Apple Accelerate"}
 
@@ -71,8 +72,7 @@ def describe_blas() -> str:
 @contextmanager
 def limit_blas_threads(threads: int) -> Iterator[int]:
     """Within the block, NumPy's BLAS uses at most `threads` threads; yields the count really in force."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    threads = positive_int("threads", threads)
     with threadpool_limits(limits=threads, user_api="blas"):
         yield blas_threads()
 

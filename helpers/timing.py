@@ -14,13 +14,14 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
 from . import backend as _backends
 from .hardware import Peak, hardware
+from .validate import positive_int
 
 #: A sample shorter than this is dominated by timer overhead: loop the call until a sample lasts this long.
 MIN_SAMPLE_SECONDS = 2e-3
@@ -237,9 +238,7 @@ def benchmark(
     bytes = _positive("bytes (bytes moved per call)", bytes)
     budget = _positive("budget (seconds)", budget, allow_none=False)
     max_time = _positive("max_time (seconds)", max_time, allow_none=False)
-    for name, value in (("min_repeats", min_repeats), ("max_repeats", max_repeats)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    min_repeats, max_repeats = positive_int("min_repeats", min_repeats), positive_int("max_repeats", max_repeats)
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
     if dtype is not None:
@@ -247,9 +246,7 @@ def benchmark(
             dtype = dtype if isinstance(dtype, str) else np.dtype(dtype).name
         except TypeError:
             raise ValueError(f"dtype must be a dtype name such as 'float32', or a NumPy dtype; got {dtype!r}") from None
-    if n is not None and (not isinstance(n, Integral) or isinstance(n, bool) or n <= 0):
-        raise ValueError(f"n (problem size) must be a positive integer, got {n!r}")
-    n = None if n is None else int(n)
+    n = None if n is None else positive_int("n (problem size)", n)
 
     found = _backends.detect(args)
     if backend is not None and found not in ("python", backend) and not (backend == "python" and found == "numpy"):
@@ -324,8 +321,7 @@ def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20,
     """
     if not callable(fn):
         raise TypeError(f"time_without_sync() times a function; got {type(fn).__name__}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    repeats = positive_int("repeats", repeats)
     out = fn(*args)  # the first call may compile: not timed
     _backends.sync_each(out, _backends.backends_in(out))
     times = []

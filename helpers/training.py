@@ -28,6 +28,7 @@ from . import mlp
 from .backend import array_module, backends, to_backend, to_numpy
 from .specs import LAUNCH_SECONDS
 from .timing import NoisyTimingWarning, Timing, benchmark, crossover, format_seconds
+from .validate import positive_int
 
 #: What `trainer()` can build: the hand-written step on NumPy or CuPy, JAX one jitted step at a time or a
 #: whole epoch per call (lax.scan), and Keras 3 on the JAX backend.
@@ -312,7 +313,7 @@ def trace_step(batch: int, n_in: int = 64, hidden: int = 64, n_out: int = 10) ->
     This counts the code that really runs (the NumPy code is the CuPy code), not a formula for it.
     """
     for name, value in (("batch", batch), ("n_in", n_in), ("hidden", hidden), ("n_out", n_out)):
-        mlp._positive_int(name, value)
+        positive_int(name, value)
     params = {k: v.view(_Traced) for k, v in mlp.init_params(n_in, hidden, n_out).items()}
     x = np.zeros((batch, n_in), np.float32).view(_Traced)
     y = (np.arange(batch, dtype=np.int32) % n_out).view(_Traced)
@@ -374,10 +375,10 @@ def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 
     from .plots import predict_time
 
     spec = specs.get(device)
-    steps = mlp._positive_int("steps", steps)
+    steps = positive_int("steps", steps)
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor >= 0:
         raise ValueError(f"floor (seconds per kernel launch) must be a non-negative number, got {floor!r}")
-    work = trace_step(mlp._positive_int("batch", batch), n_in, mlp._positive_int("hidden", hidden), n_out)
+    work = trace_step(positive_int("batch", batch), n_in, positive_int("hidden", hidden), n_out)
     times = [predict_time(spec, k.flops, k.bytes, "float32") for k in work.kernels]
     per_step = sum(max(t, floor) for t in times)
     return Prediction(spec.name, steps, batch, hidden, work.launches, float(floor), sum(times), steps * per_step,
@@ -420,7 +421,7 @@ def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequ
     """
     if vary not in ("batch", "hidden"):
         raise ValueError(f"vary must be 'batch' or 'hidden', got {vary!r}")
-    values = tuple(mlp._positive_int(vary, v) for v in values)
+    values = tuple(positive_int(vary, v) for v in values)
     if not values or not trainers:
         raise ValueError("sweep() needs at least one trainer and one value")
     timings: dict[str, list[Timing]] = {tr.label: [] for tr in trainers}

@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 
 from .backend import array_module, check_name, require_usable, to_backend
 from .timing import Timing, benchmark
+from .validate import positive_int
 
 DTYPES = ("float32", "float64")
 
@@ -101,9 +101,7 @@ def make_inputs(op: str, n: int, dtype: str = "float32", backend: str = "numpy",
     """Random inputs of size n for `op`, already on `backend` ('python' gives nested lists of floats)."""
     work = get(op)
     check_name(backend)
-    if not isinstance(n, Integral) or isinstance(n, bool) or n <= 0:
-        raise ValueError(f"n ({work.size_meaning}) must be a positive integer, got {n!r}")
-    n = int(n)
+    n = positive_int(f"n ({work.size_meaning})", n)
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; accepted: {', '.join(DTYPES)}")
     require_usable(backend)
