@@ -8,13 +8,14 @@
 """
 
 from .backend import BackendUnavailable, array_module, backends, sync, to_backend, to_numpy
+from .claims import claim
 from .hardware import hardware
 from .notice import accelerator_backend
 from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
 
 __all__ = [
     "BackendUnavailable", "NoisyTimingWarning", "Timing", "accelerator_backend", "array_module", "backends",
-    "benchmark", "compare", "format_fraction", "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
+    "benchmark", "claim", "compare", "format_fraction", "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
 ]
 
 #: Submodules reachable as `h.<name>` without importing them up front: plotly and ipywidgets are slow to

@@ -27,6 +27,11 @@ class BackendUnavailable(RuntimeError):
     """Raised when code asks for a backend this machine cannot run; the message says why and what to do."""
 
 
+#: The call that switches on JAX's 64-bit mode, the same on every JAX we allow (0.6 and newer); error messages
+#: quote it, and a test runs it.
+JAX_X64_ON = 'jax.config.update("jax_enable_x64", True)'
+
+
 @dataclass(frozen=True)
 class BackendStatus:
     """Whether one backend is usable here: on which device, or why not and how to fix it."""
@@ -224,9 +229,8 @@ def to_backend(x: Any, name: str) -> Any:
         import jax
 
         if host.dtype == np.float64 and not jax.config.read("jax_enable_x64"):
-            raise ValueError("JAX stores float64 arrays as float32 unless its 64-bit mode is on: wrap the code in "
-                             "`with jax.enable_x64():` (or set jax.config.update('jax_enable_x64', True) at the "
-                             "start), or use float32")
+            raise ValueError("JAX stores float64 arrays as float32 unless its 64-bit mode is on: run "
+                             f"`{JAX_X64_ON}` before making JAX arrays, or use float32")
         return jax.block_until_ready(jax.device_put(host))
     import cupy
 

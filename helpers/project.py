@@ -62,6 +62,11 @@ def binder_url(notebook: str) -> str:
     return f"https://mybinder.org/v2/gh/{owner_repo}/{BRANCH}?labpath=notebooks%2F{notebook}"
 
 
+#: The extras Colab's set-up cell asks for: NVRTC, so chapter 03 compiles CUDA C on every runtime (Colab's CPU and
+#: TPU runtimes have none).
+COLAB_EXTRAS = ("nvrtc",)
+
+
 def pip_requirement() -> str:
-    """What Colab's set-up cell pip-installs: this package from the repository's main branch."""
-    return f"{DISTRIBUTION} @ git+{REPO_URL}@{BRANCH}"
+    """What Colab's set-up cell pip-installs: this package, with COLAB_EXTRAS, from the repository's main branch."""
+    return f"{DISTRIBUTION}[{','.join(COLAB_EXTRAS)}] @ git+{REPO_URL}@{BRANCH}"

@@ -274,7 +274,7 @@ def benchmark(
     actual = _dtype_of(args) or _dtype_of(out)  # checked now, before the repeats spend the budget
     if dtype is not None and actual is not None and dtype != actual and _backends.backends_in((args, out)):
         raise ValueError(f"benchmark(dtype={dtype!r}) but the arrays are {actual}: leave dtype out, or make the "
-                         f"inputs {dtype} (JAX needs `with jax.enable_x64():` for float64)")
+                         f"inputs {dtype} (JAX makes float64 arrays only after `{_backends.JAX_X64_ON}`)")
     spent = first
 
     per_call = first

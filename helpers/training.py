@@ -98,8 +98,14 @@ def trainer(kind: str, lr: float, compute_dtype: str = "float32") -> Trainer:
     if kind == "keras":
         keras = mlp.keras_jax()
 
+        def keras_step(model: Any, x: Any, y: Any) -> float:
+            # Some Keras 3 releases (Colab's 3.13.2 among them) return the running mean of the loss since the last
+            # reset of the metrics, not this batch's loss; resetting first gives this batch's loss on every release.
+            model.reset_metrics()
+            return model.train_on_batch(x, y)
+
         def keras_epoch(model: Any, steps: list[tuple[Any, Any]]) -> tuple[Any, Any]:
-            return model, np.array([model.train_on_batch(x, y) for x, y in steps], dtype=np.float32)
+            return model, np.array([keras_step(model, x, y) for x, y in steps], dtype=np.float32)
 
         return Trainer(kind, "Keras (JAX backend)", "jax", compute_dtype, lambda params: mlp.keras_model(params, lr),
                        lambda x, y, idx: _steps_of(x, y, idx, "jax"), keras_epoch,

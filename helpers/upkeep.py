@@ -26,6 +26,7 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+from nbclient.util import run_sync
 from nbformat import NotebookNode
 
 from . import project
@@ -51,14 +52,26 @@ SETUP_TEMPLATE = """\
 import sys
 
 if "google.colab" in sys.modules:
+    import importlib.metadata
     import importlib.util
     import subprocess
+    from pathlib import Path
 
     from google.colab import output
 
-    if importlib.util.find_spec("helpers") is None:
+    try:
+        series = importlib.metadata.distribution({distribution})
+    except importlib.metadata.PackageNotFoundError:
         requirement = {requirement}
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], check=True)
+        importlib.invalidate_caches()
+        series = importlib.metadata.distribution({distribution})
+    ours = Path(series.locate_file("helpers/__init__.py")).resolve()
+    found = importlib.util.find_spec("helpers")
+    where = found.origin if found else None
+    if where is None or Path(where).resolve() != ours:
+        raise ImportError(f"'import helpers' would load {{where}}, not this series' helpers ({{ours}}): rename that "
+                          "file or folder, then Runtime > Restart session and run this notebook again.")
     output.enable_custom_widget_manager()"""
 
 
@@ -69,11 +82,21 @@ class CellFailed(Exception):
         super().__init__(f"cell {index} failed: {error}")
 
 
-class _ThisPython(KernelSpecManager):
-    """Kernel specs that always give an ipykernel running this very interpreter, whatever else is installed."""
+class _OneKernel(KernelSpecManager):
+    """Kernel specs that always give one ipykernel: this interpreter's, whatever else is installed, or `spec`."""
+
+    spec: KernelSpec | None = None
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return KernelSpec(resource_dir=RESOURCES, **get_kernel_dict())
+        return self.spec or KernelSpec(resource_dir=RESOURCES, **get_kernel_dict())
+
+
+def kernel_spec(python: str, env: dict[str, str] | None = None, startup: Sequence[str] = ()) -> KernelSpec:
+    """An ipykernel run by another interpreter `python` (which must have ipykernel), with extra environment
+    variables and lines of code run before the first cell (as a hosted kernel such as Colab's imports its own)."""
+    argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    argv += [f"--IPKernelApp.exec_lines={line}" for line in startup]
+    return KernelSpec(argv=argv, env=env or {}, display_name=f"Python ({python})", language="python")
 
 
 def _runtime(chapter: project.Chapter) -> tuple[str, str, str] | None:
@@ -99,7 +122,8 @@ def header_source(number: int, chapter: project.Chapter) -> str:
 
 def setup_source() -> str:
     """The code of cell 1: on Colab, install the helpers and enable widgets; elsewhere do nothing."""
-    return SETUP_TEMPLATE.format(requirement=json.dumps(project.pip_requirement()))
+    return SETUP_TEMPLATE.format(requirement=json.dumps(project.pip_requirement()),
+                                 distribution=json.dumps(project.DISTRIBUTION))
 
 
 def notebook_metadata(chapter: project.Chapter) -> dict:
@@ -259,25 +283,32 @@ def sync(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
     return 0 if ok else 1
 
 
-def run_notebook(nb: NotebookNode, cwd: Path, timeout: int = CELL_TIMEOUT) -> NotebookNode:
-    """Execute a copy of `nb` top to bottom in a fresh ipykernel of this interpreter, in directory `cwd`.
+def run_notebook(nb: NotebookNode, cwd: Path, timeout: int = CELL_TIMEOUT,
+                 kernel: KernelSpec | None = None) -> NotebookNode:
+    """Execute a copy of `nb` top to bottom in a fresh ipykernel (this interpreter's, or `kernel`) in `cwd`.
 
-    Raises CellFailed when a cell raises, runs past `timeout` seconds, or kills the kernel.
+    Raises CellFailed when a cell raises, runs past `timeout` seconds, or kills the kernel. The kernel is shut
+    down in every case.
     """
     current = {"index": 0}
 
     def on_cell_start(cell: NotebookNode, cell_index: int) -> None:
         current["index"] = cell_index
 
+    specs = _OneKernel()
+    specs.spec = kernel
+    km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=specs)
     client = NotebookClient(copy.deepcopy(nb), timeout=timeout, record_timing=False, on_cell_start=on_cell_start,
-                            km=AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_ThisPython()),
-                            resources={"metadata": {"path": str(cwd)}})
+                            km=km, resources={"metadata": {"path": str(cwd)}})
     try:
         return client.execute()
     except CellExecutionError as exc:
         raise CellFailed(current["index"], f"{exc.ename}: {exc.evalue}") from exc
     except (CellTimeoutError, DeadKernelError) as exc:
         raise CellFailed(current["index"], f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}") from exc
+    finally:
+        if km.has_kernel:  # nbclient leaves a kernel manager it was given running
+            run_sync(km.shutdown_kernel)(now=True)
 
 
 def execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 import types
 
@@ -13,6 +15,7 @@ from conftest import without_gpu
 
 from helpers import backend, workloads
 from helpers.backend import (
+    JAX_X64_ON,
     BackendUnavailable,
     array_module,
     backend_of,
@@ -198,7 +201,7 @@ def test_python_gives_lists():
 
 
 def test_float64_to_jax_without_64_bit_mode_is_refused_not_silently_halved():
-    with pytest.raises(ValueError, match="enable_x64"):
+    with pytest.raises(ValueError, match=re.escape(f"`{JAX_X64_ON}`")):
         to_backend(np.ones(2), "jax")
     with workloads.precision("jax", "float64"):  # jax.enable_x64, wherever this JAX keeps it
         assert to_backend(np.ones(2), "jax").dtype == np.float64
@@ -251,3 +254,19 @@ def test_real_sync_returns_once_jax_is_done():
     sync(np.ones(3))
     sync([1.0, 2.0])
     assert float(y[0, 0]) == 64.0
+
+
+def test_the_hinted_64_bit_switch_works_on_this_jax():
+    """Error messages tell learners to run JAX_X64_ON: it must work on the JAX installed here (CI runs this test on
+    the oldest JAX pyproject admits, on Colab's, and on the newest)."""
+    program = (f"import jax, jax.numpy as jnp\n{JAX_X64_ON}\n"
+               "assert jnp.ones(2, dtype='float64').dtype == 'float64', 'still 32-bit'")
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+
+
+def test_benchmark_dtype_error_quotes_the_same_switch():
+    from helpers import benchmark
+
+    with pytest.raises(ValueError, match=re.escape(JAX_X64_ON)):
+        benchmark(lambda x: x + 1, jnp.ones(4, jnp.float32), dtype="float64", budget=0.01)

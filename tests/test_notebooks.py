@@ -6,6 +6,7 @@ Fix most failures here with `python -m helpers notebooks sync` (header, set-up c
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import re
 import shutil
@@ -182,19 +183,51 @@ def test_setup_cell_does_nothing_outside_colab(file: str | None) -> None:
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", ""), "the set-up cell imported or printed something"
 
 
+class _Distribution:
+    """importlib.metadata's view of an installed loops-to-tpus whose helpers live in `folder`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def locate_file(self, path: str) -> Path:
+        return self.folder / path
+
+
+def _run_setup_on_colab(monkeypatch: pytest.MonkeyPatch, installed: bool) -> list[object]:
+    """Run the set-up cell as Colab would (google.colab imported); return pip's commands and widget calls."""
+    calls: list[object] = []
+    output = types.SimpleNamespace(enable_custom_widget_manager=lambda: calls.append("widgets"))
+    monkeypatch.setitem(sys.modules, "google.colab", types.SimpleNamespace(output=output))
+    ours = _Distribution(Path(upkeep.__file__).resolve().parent.parent)  # the helpers these tests import
+
+    def distribution(name: str) -> _Distribution:
+        assert name == project.DISTRIBUTION, "the set-up cell must look for the distribution, not a module"
+        if not installed and not any(isinstance(call, list) for call in calls):
+            raise importlib.metadata.PackageNotFoundError(name)
+        return ours
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
+    exec(upkeep.setup_source(), {})
+    return calls
+
+
 @pytest.mark.parametrize("installed", [True, False])
 def test_setup_cell_on_colab_installs_once_and_enables_widgets(installed: bool,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[object] = []
-    output = types.SimpleNamespace(enable_custom_widget_manager=lambda: calls.append("widgets"))
-    find_spec = importlib.util.find_spec
-    monkeypatch.setitem(sys.modules, "google.colab", types.SimpleNamespace(output=output))
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *args: find_spec(name, *args) if installed or name != "helpers" else None)
-    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
-    exec(upkeep.setup_source(), {})
+    calls = _run_setup_on_colab(monkeypatch, installed)
     pip = [sys.executable, "-m", "pip", "install", "-q", project.pip_requirement()]
     assert calls == (["widgets"] if installed else [pip, "widgets"])
+    assert "loops-to-tpus[nvrtc] @ git+" in project.pip_requirement(), "Colab's CPU and TPU runtimes need NVRTC"
+
+
+def test_setup_cell_refuses_a_learners_own_helpers_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "helpers.py").write_text("x = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "helpers")  # as in a fresh kernel: found on the path, not already loaded
+    with pytest.raises(ImportError, match=re.escape(f"'import helpers' would load {tmp_path / 'helpers.py'}, not "
+                                                    "this series' helpers")):
+        _run_setup_on_colab(monkeypatch, installed=True)
 
 
 # ---------------------------------------------------------------- execute
@@ -229,6 +262,29 @@ def test_execute_failure_names_the_cell_and_leaves_the_file_unchanged(
     assert upkeep.main(["execute", FILES[0]]) == 1
     assert f"notebooks/{FILES[0]}: cell 3 failed: ValueError: boom" in capsys.readouterr().out
     assert path.read_bytes() == before
+
+
+def _kernels_left() -> list[str]:
+    import psutil
+
+    return [" ".join(child.cmdline()) for child in psutil.Process().children(recursive=True)
+            if "ipykernel_launcher" in " ".join(child.cmdline())]
+
+
+def test_run_notebook_shuts_its_kernel_down_after_success_and_failure(tmp_path: Path) -> None:
+    upkeep.run_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), tmp_path)
+    assert _kernels_left() == []
+    with pytest.raises(upkeep.CellFailed):
+        upkeep.run_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")]), tmp_path)
+    assert _kernels_left() == []
+
+
+def test_run_notebook_runs_another_interpreter_with_startup_lines(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os, sys\nprint(sys.executable, STARTED, "
+                                                                   "os.environ['MARK'])")])
+    kernel = upkeep.kernel_spec(sys.executable, env={"MARK": "env-set"}, startup=["STARTED = 'startup-ran'"])
+    done = upkeep.run_notebook(nb, tmp_path, kernel=kernel)
+    assert done.cells[0].outputs[0].text.split() == [sys.executable, "startup-ran", "env-set"]
 
 
 def test_run_notebook_enforces_the_cell_timeout(tmp_path: Path) -> None:

@@ -1,0 +1,45 @@
+"""Facts a chapter states and checks as it runs ("loops and NumPy agree: True"), printed by one helper.
+
+Every such line goes through `claim`, so the tests and CI can find each one in a notebook's outputs (by the
+metadata key `CLAIM_KEY`) and fail when one of them printed False on some machine or package version.
+
+    h.claim("loops and NumPy agree", np.allclose(c, a @ b))   # prints: loops and NumPy agree: True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: The key under which a claim's display output carries {"statement": ..., "holds": ...}.
+CLAIM_KEY = "loops-to-tpus/claim"
+
+
+def claim(statement: str, holds: Any) -> bool:
+    """Print `statement: True` (or False) and return whether it holds; `holds` must be a bool (NumPy's too).
+
+    In a notebook the line is a display output tagged with CLAIM_KEY, so a run can be checked for false claims.
+    """
+    if not isinstance(statement, str) or not statement.strip():
+        raise TypeError(f"claim() needs the statement as a non-empty string, got {statement!r}")
+    if not isinstance(holds, bool | np.bool_):
+        raise TypeError(f"claim({statement!r}, ...) needs True or False (e.g. np.allclose(...)), "
+                        f"got {type(holds).__name__}: {holds!r}")
+    holds = bool(holds)
+    line = f"{statement}: {holds}"
+    if _in_ipython():
+        from IPython.display import display
+
+        display({"text/plain": line}, raw=True, metadata={CLAIM_KEY: {"statement": statement, "holds": holds}})
+    else:
+        print(line)
+    return holds
+
+
+def _in_ipython() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
