@@ -16,8 +16,9 @@ import numpy as np
 CLAIM_KEY = "loops-to-tpus/claim"
 
 
-def claim(statement: str, holds: Any) -> bool:
-    """Print `statement: True` (or False) and return whether it holds; `holds` must be a bool (NumPy's too).
+def claim(statement: str, holds: Any) -> None:
+    """Print `statement: True` (or False); `holds` must be a bool (NumPy's too). Returns nothing, so a claim on
+    a cell's last line prints once.
 
     In a notebook the line is a display output tagged with CLAIM_KEY, so a run can be checked for false claims.
     """
@@ -34,7 +35,6 @@ def claim(statement: str, holds: Any) -> bool:
         display({"text/plain": line}, raw=True, metadata={CLAIM_KEY: {"statement": statement, "holds": holds}})
     else:
         print(line)
-    return holds
 
 
 def _in_ipython() -> bool:

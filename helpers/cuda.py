@@ -70,21 +70,15 @@ def _archs(archs: str | Sequence[str]) -> tuple[str, ...]:
     return (archs,) if isinstance(archs, str) else tuple(archs)
 
 
-#: What compile_report could not compile in this session, because NVRTC is missing.
-_not_compiled: list[str] = []
-
-
 def compile_report(source: str, name: str, archs: str | Sequence[str] = nvrtc.TARGET_ARCHS) -> list[nvrtc.Compiled]:
     """Compile `source` with NVRTC for each of `archs` and print one line per result; [] when NVRTC is missing.
 
     A compile error is raised (CompileError, with NVRTC's log): in a notebook, that is the message to read.
-    Without NVRTC the first report says why and how to get it, later ones only name what was not compiled.
+    Without NVRTC it says so: why and how to get it the first time in a session, a short line after that.
     """
     archs = _archs(archs)
     if not nvrtc.available():
-        why = "NVRTC is missing here (see above)." if _not_compiled else nvrtc.why()
-        _not_compiled.append(name)
-        print(f"{name}: not compiled. {why}")
+        print(f"{name}: not compiled. {nvrtc.missing_note()}")
         return []
     done = [nvrtc.compile_source(source, arch, name) for arch in archs]
     print(f"{name}: compiled by NVRTC {nvrtc.version()} for " +

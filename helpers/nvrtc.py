@@ -122,6 +122,17 @@ def why() -> str:
     return f"{lib}. To get it: {INSTALL_HINT}" if isinstance(lib, str) else ""
 
 
+_told_why: list[bool] = []  # whether missing_note() has said why() in this session
+
+
+def missing_note() -> str:
+    """why() the first time it is asked in a session, then a short pointer back to it (a chapter says it once)."""
+    if _told_why:
+        return "NVRTC is missing here (see above)."
+    _told_why.append(True)
+    return why()
+
+
 def _lib() -> ctypes.CDLL:
     lib = _library()
     if isinstance(lib, str):

@@ -158,7 +158,7 @@ def test_gpu_paths_get_as_far_as_they_can_without_a_gpu() -> None:
 
 def test_compile_report_without_nvrtc_says_how_to_get_it_once(monkeypatch, capsys) -> None:
     monkeypatch.setattr(nvrtc, "_library", lambda: "NVRTC was not found")
-    monkeypatch.setattr(cuda, "_not_compiled", [])
+    monkeypatch.setattr(nvrtc, "_told_why", [])
     assert cuda.compile_report("whatever", "k.cu") == []
     assert cuda.compile_report("whatever", "k2.cu") == []
     assert capsys.readouterr().out.splitlines() == [

@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbformat import NotebookNode
 
-from helpers import project, upkeep
+from helpers import claims, project, upkeep
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -346,6 +346,16 @@ def test_stored_outputs_come_from_one_clean_run(file: str) -> None:
 
 
 @pytest.mark.parametrize("file", FILES)
+def test_every_printed_true_or_false_is_a_claim(file: str) -> None:
+    """A line ending in True or False states a fact that must hold: h.claim prints it, so CI can check it."""
+    loose = [f"cell {index}: {line!r}" for index, cell in enumerate(_stored(file).cells)
+             for output in cell.get("outputs", []) if claims.CLAIM_KEY not in output.get("metadata", {})
+             for line in _text(nbformat.v4.new_code_cell(outputs=[output])).splitlines()
+             if line.rstrip().endswith(("True", "False"))]
+    assert not loose, f"print these with h.claim(statement, holds): {loose}"
+
+
+@pytest.mark.parametrize("file", FILES)
 def test_tags_and_exercises_follow_the_conventions(file: str) -> None:
     nb = _stored(file)
     misplaced = [index for index, cell in enumerate(nb.cells)
@@ -375,3 +385,18 @@ def test_solutions_pass_their_checks(file: str) -> None:
         verdicts = [line for line in _text(done.cells[check]).splitlines() if line.startswith(VERDICTS)]
         assert verdicts and all(line.startswith("✅") for line in verdicts), (
             f"{file} cell {check}: the solution above does not pass its check: {verdicts or 'no verdict printed'}")
+
+
+def test_chapter_03_runs_to_the_end_without_nvrtc_and_says_so_once() -> None:
+    """A Mac, or a Colab runtime where NVRTC could not be installed: the chapter runs, naming what it skipped."""
+    file = next(chapter.file for chapter in project.CHAPTERS if chapter.file.startswith("03_"))
+    no_nvrtc = upkeep.kernel_spec(sys.executable, startup=["import helpers.nvrtc",
+                                                           "helpers.nvrtc._candidates = lambda: []"])
+    try:
+        done = upkeep.run_notebook(_stored(file), NOTEBOOKS, kernel=no_nvrtc)
+    except upkeep.CellFailed as exc:
+        pytest.fail(f"{file} without NVRTC: {exc}")
+    text = "".join(_text(cell) for cell in done.cells if cell.cell_type == "code")
+    assert text.count("To get it: pip install nvidia-cuda-nvrtc") == 1, "say once why, and how to get NVRTC"
+    assert "- not compiled here (NVRTC is missing): axpby_fused, vector_add.cu, matmul.cu" in text
+    assert "compiled by NVRTC" not in text

@@ -77,15 +77,21 @@ def find_uv() -> str:
     raise Failed("uv is not installed: pip install -e '.[dev]' brings it")
 
 
-def build_environment(python: str, uv: str) -> Path:
-    """A fresh .colab-venv holding exactly the pinned versions; its interpreter."""
-    subprocess.run([uv, "venv", "--quiet", "--clear", "--python", python, str(VENV)], check=True)
-    venv_python = VENV / "bin" / "python"
-    ran = subprocess.run([uv, "pip", "install", "--quiet", "--python", str(venv_python), "--no-deps", "-r",
-                          str(PINS)], capture_output=True, text=True)
+def _run(command: list[str], what: str) -> None:
+    """Run `command`; if it fails, raise Failed naming `what` failed, with the command's last line of error."""
+    ran = subprocess.run(command, capture_output=True, text=True)
     if ran.returncode != 0:
         last = (ran.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise Failed(f"cannot install Colab's pinned versions (is the package index reachable?): {last}")
+        raise Failed(f"{what}: {last}")
+
+
+def build_environment(python: str, uv: str) -> Path:
+    """A fresh .colab-venv holding exactly the pinned versions (and nothing they would pull in); its interpreter."""
+    _run([uv, "venv", "--quiet", "--clear", "--python", python, str(VENV)], f"cannot make a virtual environment "
+         f"with {python}")
+    venv_python = VENV / "bin" / "python"
+    _run([uv, "pip", "install", "--quiet", "--python", str(venv_python), "--no-deps", "-r", str(PINS)],
+         "cannot install Colab's pinned versions (is the package index reachable?)")
     return venv_python
 
 
@@ -166,7 +172,8 @@ def main() -> int:
         before = versions(venv_python)
         print(f"{PREFIX} {len(before)} packages at Colab's versions in {time.perf_counter() - start:.0f} s "
               f"(jax {before.get('jax')}, keras {before.get('keras')}, numpy {before.get('numpy')})", flush=True)
-        kernel = upkeep.kernel_spec(str(venv_python), env={"PYTHONPATH": str(STAND_IN)},
+        kernel = upkeep.kernel_spec(str(venv_python), env={"PYTHONPATH": str(STAND_IN),
+                                                           "PYDEVD_DISABLE_FILE_VALIDATION": "1"},
                                     startup=["import google.colab"])
         failures = []
         for chapter in project.CHAPTERS:
