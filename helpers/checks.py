@@ -1,18 +1,31 @@
 """Exercise checkers: run the learner's code against a reference on awkward inputs and say what went wrong.
 
-A checker never raises at the learner: it prints one verdict. An untouched exercise (its body still raises
-NotImplementedError) gets a gentle "not attempted yet", so a notebook still runs top to bottom.
+A checker never raises at the learner: whatever the learner's code does (raise, return the wrong kind of
+thing, print, run forever), it prints one verdict. An untouched exercise (its body still raises
+NotImplementedError, or holds `...`) gets a gentle "not attempted yet", so a notebook still runs top to bottom.
+What the author gets wrong (no cases, a reference that fails) raises, so the tests catch it.
+
+Results are judged by kind first: a number must be a real number (not a string, a bool, a complex number or
+one too large for a float), a bool a bool, an array an array of real numbers of the expected shape. The learner
+and the reference each get their own copy of every input, and the reference's answer is computed first.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
 from .backend import to_numpy
+from .limits import TimeLimitExceeded, time_limit
+from .validate import positive_number
+
+#: Seconds a learner's code may run per case before the check calls it an endless loop.
+TIME_LIMIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -33,30 +46,128 @@ class Verdict:
         return self.passed
 
 
+class _Untouched(Exception):
+    """The learner's code still holds the exercise stub."""
+
+
 def _short(value: Any) -> str:
-    text = np.array2string(np.asarray(value), threshold=6, precision=4) if _is_arraylike(value) else repr(value)
+    """A short description of any value; never raises."""
+    try:
+        if hasattr(value, "shape") and not isinstance(value, np.generic):
+            text = np.array2string(np.asarray(to_numpy(value)), threshold=6, precision=4)
+        else:
+            text = repr(value)
+    except Exception:  # noqa: BLE001 - a learner's object whose repr fails is still described
+        text = f"<{type(value).__name__}>"
     return text if len(text) < 160 else text[:157] + "..."
 
 
-def _is_arraylike(value: Any) -> bool:
-    return hasattr(value, "shape") or isinstance(value, (list, tuple))
+def _kind(value: Any) -> str:
+    """'bool', 'number', 'array' or 'other': how a result is judged."""
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, Real):
+        return "number"
+    if hasattr(value, "shape") and getattr(value, "shape", None) == () and hasattr(value, "dtype"):
+        return "number" if np.dtype(value.dtype).kind in "iuf" else "other"
+    if hasattr(value, "shape") or isinstance(value, list | tuple):
+        return "array"
+    return "other"
 
 
-def _close(got: Any, want: Any, rtol: float, atol: float) -> tuple[bool, str]:
+def _as_real_array(value: Any, want_bool: bool) -> tuple[np.ndarray | None, str]:
+    """`value` as a float (or bool) array, or None and what is wrong with it."""
     try:
-        got_arr = np.asarray(to_numpy(got), dtype=float)
-        want_arr = np.asarray(to_numpy(want), dtype=float)
-    except (TypeError, ValueError):
-        return False, f"expected something like {_short(want)}, got {type(got).__name__} {_short(got)}"
-    if got_arr.shape != want_arr.shape:
-        return False, f"shape {got_arr.shape}, expected {want_arr.shape}"
-    if not np.allclose(got_arr, want_arr, rtol=rtol, atol=atol, equal_nan=True):
-        bad = np.argwhere(~np.isclose(got_arr, want_arr, rtol=rtol, atol=atol, equal_nan=True))
-        where = tuple(int(i) for i in bad[0]) if got_arr.ndim else ()
-        first = f" first at index {where}: got {got_arr[where]:.6g}, expected {want_arr[where]:.6g}" if got_arr.ndim \
-            else f" got {float(got_arr):.6g}, expected {float(want_arr):.6g}"
-        return False, f"{len(bad)} of {max(1, want_arr.size)} values differ;{first}"
-    return True, ""
+        array = np.asarray(to_numpy(value) if hasattr(value, "shape") else value)
+    except (ValueError, TypeError, OverflowError):
+        return None, "a ragged list (rows of different lengths) or values that are not numbers"
+    kind = array.dtype.kind
+    if want_bool:
+        return (array, "") if kind == "b" else (None, f"an array of {array.dtype}, expected True/False values")
+    if kind == "c":
+        return None, "complex numbers, expected real ones"
+    if kind == "b":
+        return None, "True/False values, expected numbers"
+    if kind not in "iuf":
+        what = "numbers too large for a float" if kind == "O" and _all_ints(array) else f"{array.dtype} values"
+        return None, f"{what}, expected real numbers"
+    with np.errstate(over="ignore"):
+        floats = array.astype(float)
+    if np.isinf(floats).any() and not np.isinf(array).any():
+        return None, "numbers too large for a float"
+    return floats, ""
+
+
+def _all_ints(array: np.ndarray) -> bool:
+    return all(isinstance(item, int) for item in array.ravel())
+
+
+def _judge(got: Any, want: Any, rtol: float, atol: float) -> str:
+    """What is wrong with `got` as an answer where `want` is right: '' when nothing is."""
+    kind, wanted = _kind(got), _kind(want)
+    if wanted == "bool":
+        if kind != "bool":
+            return f"expected True or False, got {type(got).__name__} {_short(got)}"
+        return "" if bool(got) == bool(want) else f"got {bool(got)}, expected {bool(want)}"
+    if wanted == "number":
+        if kind != "number":
+            extra = " (a string, not a number: remove the quotes)" if isinstance(got, str) else ""
+            return f"expected a number like {_short(want)}, got {type(got).__name__} {_short(got)}{extra}"
+        try:
+            got_value, want_value = float(got), float(want)
+        except OverflowError:
+            return f"got {_short(got)}, a number too large for a float; expected about {_short(want)}"
+        if np.isclose(got_value, want_value, rtol=rtol, atol=atol, equal_nan=True):
+            return ""
+        return f"got {got_value:.6g}, expected {want_value:.6g}"
+    if kind != "array":
+        return f"expected an array like {_short(want)}, got {type(got).__name__} {_short(got)}"
+    want_host = np.asarray(to_numpy(want) if hasattr(want, "shape") else want)
+    want_bool = want_host.dtype.kind == "b"
+    got_array, why = _as_real_array(got, want_bool)
+    if got_array is None:
+        return f"got {why}: {_short(got)}"
+    want_array = want_host.astype(bool if want_bool else float)
+    if got_array.shape != want_array.shape:
+        return f"shape {got_array.shape}, expected {want_array.shape}"
+    same = got_array == want_array if want_bool else np.isclose(got_array, want_array, rtol=rtol, atol=atol,
+                                                                 equal_nan=True)
+    if same.all():
+        return ""
+    if not got_array.ndim:
+        return f"got {got_array[()]:.6g}, expected {want_array[()]:.6g}"
+    bad = np.argwhere(~same)
+    where = tuple(int(i) for i in bad[0])
+    return (f"{len(bad)} of {want_array.size} values differ; first at index {where}: got {got_array[where]:.6g}, "
+            f"expected {want_array[where]:.6g}")
+
+
+def _run_limited(code: Callable[[], Any], seconds: float, what: str) -> tuple[Any, str | None]:
+    """(result, None) or (None, what went wrong) for the learner's `code`, run under a time limit.
+
+    Raises _Untouched for an exercise stub. Only KeyboardInterrupt (the learner stopping the cell) gets through.
+    """
+    try:
+        with time_limit(seconds, what) as limit:
+            return code(), None
+    except NotImplementedError:
+        raise _Untouched from None
+    except TimeLimitExceeded as exc:
+        if limit is not None and exc.limit is not limit:
+            raise
+        return None, f"took longer than {seconds:g} s: is there an endless loop?"
+    except Exception as exc:  # noqa: BLE001 - the learner's bug, reported plainly
+        return None, f"raised {type(exc).__name__}: {exc}"
+
+
+def _cases(cases: Any) -> list[tuple[Any, ...]]:
+    """The author's cases as a list of tuples; an empty or malformed list is the author's error."""
+    if isinstance(cases, str | bytes) or not isinstance(cases, Sequence) or not cases:
+        raise ValueError("an exercise needs at least one case: cases=[(arg1, arg2, ...), ...]; got "
+                         f"{_short(cases)}")
+    if not all(isinstance(case, tuple) for case in cases):
+        raise TypeError("each case is a tuple of the function's arguments, e.g. cases=[(3, 4), (1, 7)]")
+    return list(cases)
 
 
 def check_function(
@@ -66,24 +177,33 @@ def check_function(
     name: str | None = None,
     rtol: float = 1e-5,
     atol: float = 1e-8,
+    time_limit: float = TIME_LIMIT,
 ) -> Verdict:
-    """Call `learner(*case)` and `reference(*case)` for every case; print and return the verdict.
+    """Call `reference(*case)`, then `learner(*case)`, each on its own copy of every case; print the verdict.
 
     Use cases whose sizes are awkward (1, odd, not a multiple of a block size): that is where bugs live.
+    `time_limit`: seconds the learner's function may take on one case.
     """
+    cases = _cases(cases)
+    time_limit = positive_number("time_limit (seconds per case)", time_limit)
     title = name or getattr(learner, "__name__", "your function")
+    if learner is ... or learner is None:
+        return _say(_untouched(title))
+    if not callable(learner):
+        return _say(Verdict(False, True, f"❌ {title}: expected a function, got {type(learner).__name__} "
+                                         f"{_short(learner)}"))
     for i, case in enumerate(cases, 1):
+        want = reference(*_copy(case))  # first, on its own copy: the learner cannot change the reference's inputs
+        where = f"case {i} of {len(cases)}, {_describe(case)}"
         try:
-            got = learner(*case)
-        except NotImplementedError:
-            return _say(Verdict(False, False, f"⏳ {title}: not attempted yet. Fill in the cell above, run it, "
-                                              "then run this check again."))
-        except Exception as exc:  # the learner's bug, reported plainly
-            return _say(Verdict(False, True, f"❌ {title} raised {type(exc).__name__}: {exc} "
-                                             f"(case {i} of {len(cases)}, {_describe(case)})"))
-        ok, why = _close(got, reference(*case), rtol, atol)
-        if not ok:
-            where = f"case {i} of {len(cases)} ({_describe(case)})"
+            mine = _copy(case)
+            got, failed = _run_limited(lambda: learner(*mine), time_limit, title)  # noqa: B023 - called at once
+        except _Untouched:
+            return _say(_untouched(title))
+        if failed:
+            return _say(Verdict(False, True, f"❌ {title} {failed} ({where})"))
+        why = _safe_judge(got, want, rtol, atol)
+        if why:
             return _say(Verdict(False, True, f"❌ {title}: wrong on {where}: {why}"))
     cases_text = "the 1 case" if len(cases) == 1 else f"all {len(cases)} cases"
     return _say(Verdict(True, True, f"✅ {title}: correct on {cases_text}."))
@@ -93,35 +213,59 @@ def check_value(got: Any, expected: Any, what: str, rtol: float = 0.02, atol: fl
     """Compare a learner's number (or array) with the expected one, within a relative tolerance."""
     if got is ... or got is None:
         return _say(Verdict(False, False, f"⏳ {what}: not attempted yet: replace the ... with your answer."))
-    ok, why = _close(got, expected, rtol, atol)
-    if ok:
+    why = _safe_judge(got, expected, rtol, atol)
+    if not why:
         return _say(Verdict(True, True, f"✅ {what}: {_short(got)} is right."))
     return _say(Verdict(False, True, f"❌ {what}: {why}. Tolerance: {rtol:.0%}."))
 
 
-def check_answer(got: Any, problem: Callable[[Any], str | None], what: str) -> Verdict:
+def check_answer(got: Any, problem: Callable[[Any], str | None], what: str,
+                 time_limit: float = TIME_LIMIT) -> Verdict:
     """Judge an answer by a rule rather than one expected value: `problem(got)` says what is wrong, or None.
 
     For exercises with many right answers (shapes that fill a matrix unit, a layout over devices). `got` may be
-    the learner's function, which `problem` calls: a stub that still raises NotImplementedError is not attempted.
+    the learner's function, which `problem` calls (within `time_limit` seconds): a stub that still raises
+    NotImplementedError is not attempted.
     """
-    untouched = Verdict(False, False, f"⏳ {what}: not attempted yet. Fill in the cell above (replace the ... or "
-                                      "the NotImplementedError), run it, then run this check again.")
+    time_limit = positive_number("time_limit (seconds)", time_limit)
     if got is ... or got is None:
-        return _say(untouched)
+        return _say(_untouched(what))
     try:
-        why = problem(got)
-    except NotImplementedError:
-        return _say(untouched)
-    except Exception as exc:  # an answer of the wrong kind, reported plainly
-        why = f"could not judge {_short(got)}: {type(exc).__name__}: {exc}"
+        why, failed = _run_limited(lambda: problem(got), time_limit, what)
+    except _Untouched:
+        return _say(_untouched(what))
+    if failed:
+        why = failed if failed.startswith("took") else f"could not judge {_short(got)}: {failed}"
     if why:
         return _say(Verdict(False, True, f"❌ {what}: {why}"))
     return _say(Verdict(True, True, f"✅ {what}: right."))
 
 
+def _safe_judge(got: Any, want: Any, rtol: float, atol: float) -> str:
+    try:
+        return _judge(got, want, rtol, atol)
+    except Exception as exc:  # noqa: BLE001 - whatever the learner returned, a verdict, not a traceback
+        return f"could not compare {type(got).__name__} {_short(got)} with {_short(want)} ({type(exc).__name__})"
+
+
+def _copy(case: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A deep copy of the case's arguments (an argument that cannot be copied is passed as it is)."""
+    out = []
+    for argument in case:
+        try:
+            out.append(copy.deepcopy(argument))
+        except Exception:  # noqa: BLE001 - e.g. a generator: nothing to protect
+            out.append(argument)
+    return tuple(out)
+
+
+def _untouched(title: str) -> Verdict:
+    return Verdict(False, False, f"⏳ {title}: not attempted yet. Fill in the cell above (replace the ... or the "
+                                 "NotImplementedError), run it, then run this check again.")
+
+
 def _describe(case: tuple[Any, ...]) -> str:
-    parts = [f"shape {tuple(a.shape)}" if hasattr(a, "shape") else
+    parts = [f"shape {tuple(a.shape)}" if hasattr(a, "shape") and not isinstance(a, np.generic) else
              f"list of {len(a)}" if isinstance(a, list) else _short(a) for a in case]
     return "inputs: " + ", ".join(parts)
 

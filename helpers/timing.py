@@ -21,12 +21,21 @@ import numpy as np
 
 from . import backend as _backends
 from .hardware import Peak, hardware
-from .validate import positive_int
+from .limits import TimeLimitExceeded, time_limit
+from .validate import positive_int, positive_number
 
 #: A sample shorter than this is dominated by timer overhead: loop the call until a sample lasts this long.
 MIN_SAMPLE_SECONDS = 2e-3
 #: Spread (IQR / median) above which a timing is flagged as noisy.
 NOISY_SPREAD = 0.25
+
+
+#: The most repeats any timer takes, whatever it is asked for (each is also bounded by its time limit).
+MAX_REPEATS = 100_000
+
+
+class TooSlow(RuntimeError):
+    """benchmark() could not time one repeated call within max_time."""
 
 
 class NoisyTimingWarning(UserWarning):
@@ -224,8 +233,9 @@ def benchmark(
     backend: 'python', 'numpy', 'jax' or 'cupy'; detected from the arrays in `args` (or, if there are none,
     from what `fn` returns) when not given. Arrays must already live on that backend, so transfers are not
     timed by accident. flops / bytes: work per call, for GFLOP/s, GB/s and the fraction of peak.
-    budget: seconds of repeated timing to aim for; max_time: hard cap on the whole call, so a slow function
-    cannot hang a notebook (at least two calls are always made).
+    budget: seconds of repeated timing to aim for; max_time: hard cap on the whole benchmark, so a slow function
+    cannot hang a notebook: a call still running at max_time is stopped (on Linux and macOS, in the main thread),
+    and if not even the first call and one repeat fit, TooSlow says so.
     """
     if not callable(fn):
         raise TypeError(f"benchmark() times a function: its first argument must be callable, got "
@@ -239,6 +249,9 @@ def benchmark(
     budget = _positive("budget (seconds)", budget, allow_none=False)
     max_time = _positive("max_time (seconds)", max_time, allow_none=False)
     min_repeats, max_repeats = positive_int("min_repeats", min_repeats), positive_int("max_repeats", max_repeats)
+    if max(min_repeats, max_repeats) > MAX_REPEATS:
+        raise ValueError(f"min_repeats and max_repeats must be at most {MAX_REPEATS:,}; got {min_repeats:,} and "
+                         f"{max_repeats:,}")
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
     if dtype is not None:
@@ -262,42 +275,58 @@ def benchmark(
         _backends.sync_each(out, busy)  # wait for the devices: without this we would time the launch, not the work
         return clock() - t0, out
 
-    # The first call also shows where the results live: a jitted JAX function fed NumPy arrays returns JAX
-    # arrays still being computed. Every backend holding results is waited for, on this call and all later ones.
-    t0 = clock()
-    out = fn(*args)
-    busy |= _backends.backends_in(out)
-    _backends.sync_each(out, busy)
-    first = clock() - t0
-    on_device = [b for b in ("cupy", "jax") if b in busy]
-    chosen = backend or (on_device[0] if on_device else "numpy" if "numpy" in busy else "python")
-    actual = _dtype_of(args) or _dtype_of(out)  # checked now, before the repeats spend the budget
-    if dtype is not None and actual is not None and dtype != actual and _backends.backends_in((args, out)):
-        raise ValueError(f"benchmark(dtype={dtype!r}) but the arrays are {actual}: leave dtype out, or make the "
-                         f"inputs {dtype} (JAX makes float64 arrays only after `{_backends.JAX_X64_ON}`)")
-    spent = first
-
-    per_call = first
-    for _ in range(warmup):
-        if spent >= budget:
-            break
-        per_call, out = timed_call(1)
-        spent += per_call
-
-    number = max(1, int(MIN_SAMPLE_SECONDS / per_call)) if per_call > 0 else 1000
+    name = label or getattr(fn, "__name__", "fn")
     samples: list[float] = []
-    while True:
-        elapsed, out = timed_call(number)
-        samples.append(elapsed / number)
-        spent += elapsed
-        if len(samples) >= max_repeats or spent >= max_time:
-            break
-        if len(samples) >= min_repeats and spent - first >= budget:
-            break
+    too_slow = TooSlow(f"benchmark of {name!r} ran past max_time={max_time:g} s before one repeated call was "
+                       "timed: time a smaller size, or raise max_time")
+    limit = None
+    try:
+        # A real-time limit too, so that a call that never returns ends the benchmark (limits.py says where).
+        with time_limit(max_time, f"benchmark of {name!r}") as limit:
+            # The first call also shows where the results live: a jitted JAX function fed NumPy arrays returns
+            # JAX arrays still being computed. Every backend holding results is waited for, on every call.
+            t0 = clock()
+            out = fn(*args)
+            busy |= _backends.backends_in(out)
+            _backends.sync_each(out, busy)
+            first = clock() - t0
+            if first > max_time:
+                raise too_slow
+            on_device = [b for b in ("cupy", "jax") if b in busy]
+            chosen = backend or (on_device[0] if on_device else "numpy" if "numpy" in busy else "python")
+            actual = _dtype_of(args) or _dtype_of(out)  # checked now, before the repeats spend the budget
+            if dtype is not None and actual is not None and dtype != actual and _backends.backends_in((args, out)):
+                raise ValueError(f"benchmark(dtype={dtype!r}) but the arrays are {actual}: leave dtype out, or make "
+                                 f"the inputs {dtype} (JAX makes float64 arrays only after "
+                                 f"`{_backends.JAX_X64_ON}`)")
+            spent = first
+
+            per_call = first
+            for _ in range(warmup):
+                if spent >= budget:
+                    break
+                per_call, out = timed_call(1)
+                spent += per_call
+
+            number = max(1, int(MIN_SAMPLE_SECONDS / per_call)) if per_call > 0 else 1000
+            while True:
+                elapsed, out = timed_call(number)
+                samples.append(elapsed / number)
+                spent += elapsed
+                if len(samples) >= max_repeats or spent >= max_time:
+                    break
+                if len(samples) >= min_repeats and spent - first >= budget:
+                    break
+    except TimeLimitExceeded as exc:
+        if limit is None or exc.limit is not limit:
+            raise
+        if not samples:
+            raise too_slow from None
+        # The samples taken before the limit stand; the timing is marked capped below.
 
     dtype = dtype or actual
     peak = hardware().peak(chosen, dtype or "float32", _device_kind(chosen, (args, out)))
-    result = Timing(label or getattr(fn, "__name__", "fn"), chosen, dtype, np.asarray(samples), number, first,
+    result = Timing(name, chosen, dtype, np.asarray(samples), number, first,
                     flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
     # Only a compute roof is a hard limit: data that fits in cache beats the main-memory bandwidth honestly.
     if result.flops and result.fraction_of_peak is not None and result.fraction_of_peak > 1:
@@ -311,25 +340,29 @@ def benchmark(
     return result
 
 
-def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20,
+def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20, max_time: float = 30.0,
                       clock: Callable[[], float] = time.perf_counter) -> float:
     """The WRONG way to time asynchronous code, kept for lessons: median seconds until `fn(*args)` returns.
 
     JAX and CuPy return as soon as the work is queued, so this times the launch, not the work. A first call
     (which may compile) is not timed. Each call's result is waited for after the clock is read, so every call
-    starts on an idle device. Use benchmark().
+    starts on an idle device. Use benchmark(). Stops with TimeLimitExceeded after max_time seconds.
     """
     if not callable(fn):
         raise TypeError(f"time_without_sync() times a function; got {type(fn).__name__}")
     repeats = positive_int("repeats", repeats)
-    out = fn(*args)  # the first call may compile: not timed
-    _backends.sync_each(out, _backends.backends_in(out))
-    times = []
-    for _ in range(repeats):
-        t0 = clock()
-        out = fn(*args)
-        times.append(clock() - t0)
-        _backends.sync_each(out, _backends.backends_in(out))  # after the clock: the launch alone was timed
+    max_time = positive_number("max_time (seconds)", max_time)
+    if repeats > 1000:
+        raise ValueError(f"repeats must be at most 1,000 (the lesson needs about 20); got {repeats:,}")
+    with time_limit(max_time, f"time_without_sync of {getattr(fn, '__name__', 'fn')!r}"):
+        out = fn(*args)  # the first call may compile: not timed
+        _backends.sync_each(out, _backends.backends_in(out))
+        times = []
+        for _ in range(repeats):
+            t0 = clock()
+            out = fn(*args)
+            times.append(clock() - t0)
+            _backends.sync_each(out, _backends.backends_in(out))  # after the clock: the launch alone was timed
     return float(np.median(times))
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from numbers import Integral
+import math
+from numbers import Integral, Real
 
 
 def positive_int(name: str, value: object, meaning: str = "") -> int:
@@ -14,3 +15,11 @@ def positive_int(name: str, value: object, meaning: str = "") -> int:
         what = f" ({meaning})" if meaning else ""
         raise ValueError(f"{name} must be a positive integer{what}, got {value!r}")
     return int(value)
+
+
+def positive_number(name: str, value: object, meaning: str = "") -> float:
+    """`value` as a float if it is a finite real number > 0 (not a bool); otherwise a ValueError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
+        what = f" ({meaning})" if meaning else ""
+        raise ValueError(f"{name} must be a positive, finite number{what}, got {value!r}")
+    return float(value)

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers.checks import Verdict, check_function, check_value
+from helpers.checks import Verdict, check_answer, check_function, check_value
 from helpers.workloads import matmul_loops
 
 CASES = [(np.ones((1, 1)), np.ones((1, 1))), (np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4))]
@@ -100,9 +100,81 @@ def test_check_value_arrays_and_nonsense():
     wrong = check_value([1.0, 3.0], [1.0, 2.0], "pair")
     assert "1 of 2 values differ" in wrong.message and "index (1,)" in wrong.message
     words = check_value("fast", 100.0, "GFLOP/s")
-    assert not words.passed and words.attempted and "expected something like 100.0" in words.message
+    assert not words.passed and words.attempted and "expected a number like 100.0, got str 'fast'" in words.message
 
 
 @pytest.mark.parametrize("got", [0.0, -100.0, float("nan"), float("inf")])
 def test_check_value_rejects_far_off_numbers(got):
     assert not check_value(got, 100.0, "x").passed
+
+
+# ---------------------------------------------------------------- what must never get a ✅, or a traceback
+
+
+def _spin(*args):
+    while True:
+        pass
+
+
+@pytest.mark.parametrize(("learner", "reference", "case", "expected"), [
+    (lambda x, y: "2.0", lambda x, y: 2.0, (1, 1), "expected a number like 2.0, got str '2.0' (a string"),
+    (lambda x: 2 + 0j, lambda x: 2.0, (1,), "expected a number like 2.0, got complex"),
+    (lambda x: True, lambda x: 1.0, (1,), "expected a number like 1.0, got bool True"),
+    (lambda x: None, lambda x: 1.0, (1,), "expected a number like 1.0, got NoneType None"),
+    (lambda x: 2**2000, lambda x: 1.0, (1,), "a number too large for a float"),
+    (lambda x: 1, lambda x: True, (1,), "expected True or False, got int 1"),
+    (lambda x: [[1.0, 2.0], [3.0]], lambda x: [[1.0, 2.0], [3.0, 4.0]], (1,), "got a ragged list"),
+    (lambda x: [2**2000, 1], lambda x: [1.0, 1.0], (1,), "got numbers too large for a float"),
+    (lambda x: np.array([1 + 1j, 2]), lambda x: np.array([1.0, 2.0]), (1,), "got complex numbers, expected real"),
+    (lambda x: ["1.0", "2.0"], lambda x: [1.0, 2.0], (1,), "<U3 values, expected real numbers"),
+    (lambda x: np.array([True, False]), lambda x: np.array([1.0, 0.0]), (1,), "True/False values, expected numbers"),
+    (lambda x: 3.0, lambda x: [1.0, 2.0], (1,), "expected an array like [1.0, 2.0], got float 3.0"),
+])
+def test_the_wrong_kind_of_result_is_wrong(capsys, learner, reference, case, expected):
+    verdict = check_function(learner, reference, [case], name="f")
+    assert not verdict.passed and verdict.attempted and verdict.message.startswith("❌ f: wrong on case 1 of 1")
+    assert expected in verdict.message
+    assert capsys.readouterr().out.strip() == verdict.message
+
+
+def test_a_learner_who_changes_the_inputs_cannot_fool_the_reference():
+    sneaky = lambda x: (x.append(9.0), sum(x))[1]  # noqa: E731
+    verdict = check_function(sneaky, sum, [([1.0, 2.0],)], name="sneaky")
+    assert not verdict.passed and "got 12, expected 3" in verdict.message
+    inputs = [1.0, 2.0]
+    check_function(sneaky, sum, [(inputs,)])
+    assert inputs == [1.0, 2.0], "the author's case must not change either"
+
+
+@pytest.mark.parametrize("cases", [[], (), None, "abc", [1, 2]])
+def test_an_exercise_without_proper_cases_is_the_authors_error(cases):
+    with pytest.raises((ValueError, TypeError), match="case"):
+        check_function(len, len, cases)
+
+
+def test_an_endless_loop_gets_a_verdict_within_the_limit(capsys):
+    import time
+
+    start = time.monotonic()
+    verdict = check_function(_spin, lambda x: x, [(1,)], name="loop", time_limit=0.3)
+    assert time.monotonic() - start < 3
+    assert not verdict.passed and verdict.attempted
+    assert verdict.message.startswith("❌ loop took longer than 0.3 s: is there an endless loop? (case 1 of 1")
+    answered = check_answer(_spin, lambda fn: fn(), "layout", time_limit=0.3)
+    assert answered.message == "❌ layout: took longer than 0.3 s: is there an endless loop?"
+
+
+def test_a_learner_that_prints_or_is_not_a_function_gets_one_verdict(capsys):
+    def chatty(x):
+        print("thinking...")
+        return x
+
+    assert check_function(chatty, lambda x: x, [(1.0,)]).passed
+    not_a_function = check_function(42, lambda x: x, [(1.0,)], name="f")
+    assert not_a_function.message == "❌ f: expected a function, got int 42"
+    assert not check_function(..., lambda x: x, [(1.0,)], name="f").attempted
+
+
+def test_check_answer_reports_a_judge_that_cannot_judge():
+    verdict = check_answer((3, "x"), lambda shape: None if shape[1] % 128 == 0 else "not a multiple", "shape")
+    assert not verdict.passed and verdict.message.startswith("❌ shape: could not judge (3, 'x'): raised TypeError")

@@ -116,12 +116,47 @@ def test_max_time_caps_a_slow_function(clock, fake_roof):
     assert t.capped  # fewer than min_repeats samples
 
 
-def test_two_calls_are_always_made(clock, fake_roof):
+def test_a_first_call_longer_than_max_time_ends_the_benchmark(clock, fake_roof):
     fn = scripted(clock, [], then=20.0)  # one call is already twice max_time
-    t = benchmark(fn, max_time=10, clock=clock)
-    assert len(fn.calls) == 2
-    assert t.compile_time == 20.0 and t.samples.tolist() == [20.0]
-    assert t.capped
+    with pytest.raises(timing.TooSlow, match=r"benchmark of 'fn' ran past max_time=10 s before one repeated call"):
+        benchmark(fn, max_time=10, clock=clock, label="fn")
+    assert len(fn.calls) == 1
+
+
+def test_a_call_that_never_returns_ends_at_max_time():
+    import time
+
+    def hangs(x):
+        while True:
+            pass
+
+    start = time.monotonic()
+    with pytest.raises(timing.TooSlow, match="benchmark of 'hangs' ran past max_time=0.5 s"):
+        benchmark(hangs, 1.0, max_time=0.5)
+    assert time.monotonic() - start < 3
+
+
+def test_a_call_that_hangs_after_some_samples_keeps_them_as_a_capped_timing(fake_roof):
+    import time
+
+    calls = []
+
+    def fine_then_hangs():
+        calls.append(1)
+        time.sleep(0.01)  # long enough for one call per sample
+        while len(calls) > 8:
+            pass
+        return 1.0
+
+    t = benchmark(fine_then_hangs, max_time=0.5, warmup=0, min_repeats=20, budget=0.4)
+    assert 1 <= len(t.samples) < 20 and t.capped
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"min_repeats": 10**6}, "at most 100,000"),
+                                                 ({"max_repeats": 10**9}, "at most 100,000")])
+def test_repeat_counts_are_capped(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        benchmark(lambda: 1.0, **kwargs)
 
 
 def test_noisy_samples_warn(clock, fake_roof):
@@ -449,6 +484,8 @@ def test_time_without_sync_reads_the_clock_before_waiting(monkeypatch):
     assert [kind for kind, _ in events] == ["sync"] + ["clock", "clock", "sync"] * 3
     with pytest.raises(ValueError, match="repeats must be a positive integer"):
         timing.time_without_sync(launch, x, repeats=0)
+    with pytest.raises(ValueError, match="at most 1,000"):
+        timing.time_without_sync(launch, x, repeats=10**9)
     with pytest.raises(TypeError, match="times a function"):
         timing.time_without_sync(x)
 

@@ -1,0 +1,97 @@
+"""Time limits on a learner's code, so an endless loop ends a check or a benchmark instead of hanging a notebook.
+
+    with time_limit(3.0, "your function"):
+        learner(*case)          # TimeLimitExceeded after 3 s
+
+It uses a real-time interval timer (SIGALRM), which exists on Linux and macOS (Colab, Binder, laptops) and
+works in the main thread, where Jupyter runs every cell. Elsewhere (Windows, a thread of your own) there is no
+limit, and the first attempt says so once. A call stuck inside native code (a BLAS routine, a compiler) cannot
+be interrupted from Python: the limit takes effect when control comes back to Python.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from .validate import positive_number
+
+
+class TimeLimitExceeded(BaseException):
+    """The code under `time_limit` ran past its limit (`limit` says which, when limits nest).
+
+    A BaseException, like KeyboardInterrupt, so that a learner's `except Exception:` cannot swallow it.
+    """
+
+    def __init__(self, limit: Limit) -> None:
+        self.limit = limit
+        super().__init__(f"{limit.what} took longer than {limit.seconds:g} s")
+
+
+@dataclass(eq=False)
+class Limit:
+    """One active limit: what it guards and when it ends (time.monotonic())."""
+
+    what: str
+    seconds: float
+    deadline: float
+
+
+_active: list[Limit] = []  # outermost first; the timer always fires at the nearest deadline
+_said_unavailable: list[str] = []
+
+
+def available() -> str:
+    """'' when limits work here, otherwise why not (one short clause)."""
+    if not hasattr(signal, "setitimer"):
+        return "this system has no interval timer (Windows)"
+    if threading.current_thread() is not threading.main_thread():
+        return "the code runs outside the main thread"
+    return ""
+
+
+def _fire(signum: int, frame: object) -> None:
+    due = [limit for limit in _active if limit.deadline <= time.monotonic() + 1e-3]
+    if due:  # the outermost expired limit: the context it guards must end
+        raise TimeLimitExceeded(due[0])
+    _arm()
+
+
+def _arm() -> None:
+    """Set the timer to the nearest deadline (or switch it off)."""
+    delay = min(limit.deadline for limit in _active) - time.monotonic() if _active else 0.0
+    signal.setitimer(signal.ITIMER_REAL, max(delay, 1e-4) if _active else 0.0)
+
+
+@contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[Limit | None]:
+    """Raise TimeLimitExceeded if the body runs longer than `seconds` (see the module's notes).
+
+    Yields the Limit (None where limits are unavailable): with nested limits, compare `exc.limit` with it to
+    tell your own limit from an outer one. Where limits are unavailable the body runs without one, and the
+    first such call prints why, once.
+    """
+    seconds = positive_number("seconds", seconds)
+    why = available()
+    if why:
+        if not _said_unavailable:
+            _said_unavailable.append(why)
+            print(f"Note: no time limits here ({why}): code that never ends will hang this cell; interrupt it "
+                  "with Kernel > Interrupt.")
+        yield None
+        return
+    limit = Limit(what, seconds, time.monotonic() + seconds)
+    previous = signal.signal(signal.SIGALRM, _fire) if not _active else None
+    _active.append(limit)
+    _arm()
+    try:
+        yield limit
+    finally:
+        _active.remove(limit)
+        _arm()
+        if previous is not None:
+            signal.signal(signal.SIGALRM, previous)
