@@ -1,19 +1,26 @@
 """Command line of the series: `python -m helpers bench | hardware | backends | notebooks ...`.
 
 Installed as `loops-to-tpus` too. A mistake on the command line gets one line on stderr (what was wrong and
-what is accepted) and exit code 2: no usage dump, no traceback.
+what is accepted) and exit code 2: no usage dump, no traceback. bench checks before it runs what it can (output
+paths, the same path twice: 2; sizes that do not fit in memory: 1); a failure during or after the run is one line
+and exit code 1, Ctrl-C one line `interrupted` and exit code 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import math
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from .bench import TooLarge
 
 #: How the user called us, for error messages: `python -m helpers` or the `loops-to-tpus` console script.
 PROG = "python -m helpers" if sys.argv and sys.argv[0].endswith("__main__.py") else "loops-to-tpus"
@@ -69,13 +76,29 @@ def _backend_list(text: str) -> list[str]:
 
 
 def _output_path(text: str) -> str:
-    folder = os.path.dirname(os.path.abspath(text))
-    if os.path.isdir(text):
+    """A file --json or --html can write, checked before the run: its folder exists and it can be written there.
+
+    The check opens the path for appending, as the system would after the run, so what it would refuse then
+    (permissions, a read-only disk) is refused now; a file created by the check is removed again, and a named
+    pipe is not waited on (nothing reading it is an error too: the write would hang).
+    """
+    path = os.path.abspath(text)
+    folder = os.path.dirname(path)
+    if text.endswith(("/", os.sep)) or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
-    if not os.path.isdir(folder):
+    if not os.path.exists(folder):
         raise argparse.ArgumentTypeError(f"directory {folder!r} does not exist (it is not created for you)")
-    if not os.access(folder, os.W_OK) or (os.path.exists(text) and not os.access(text, os.W_OK)):
-        raise argparse.ArgumentTypeError(f"cannot write {text!r}: permission denied")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {folder!r} is not a directory")
+    existed = os.path.lexists(path)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o666))
+    except OSError as exc:
+        why = "a named pipe that nothing reads" if exc.errno == errno.ENXIO else exc.strerror or str(exc)
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {why}") from None
+    if not existed:
+        with contextlib.suppress(OSError):
+            os.remove(path)
     return text
 
 
@@ -114,9 +137,14 @@ def build_parser() -> Parser:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    """Check everything that can be checked first (exit 2: the command line; 1: too large), run, write the files."""
     from . import bench
     from .backend import BackendUnavailable
+    from .timing import TooSlow
 
+    prog = args.parser.prog
+    if args.json and args.html and _same_file(args.json, args.html):
+        args.parser.error(f"--json and --html both name {args.html!r}; give two different files")
     sizes = bench.QUICK_SIZES if args.quick else bench.DEFAULT_SIZES
     if args.size:
         sizes = replace(sizes, matmul=args.size)
@@ -125,21 +153,49 @@ def _bench(args: argparse.Namespace) -> int:
         report = bench.run(args.backends, args.dtype, sizes, budget, progress=sys.stderr)
     except BackendUnavailable as exc:
         args.parser.error(str(exc))
+    except bench.TooLarge as exc:
+        print(f"{prog}: error: {_too_large(exc, args)}", file=sys.stderr)
+        return 1
     except MemoryError:
-        print(f"{args.parser.prog}: error: out of memory at these sizes; try a smaller --size, or --quick",
-              file=sys.stderr)
+        print(f"{prog}: error: out of memory at these sizes; try a smaller --size, or --quick", file=sys.stderr)
+        return 1
+    except (TooSlow, ValueError) as exc:  # e.g. memory used up by another program while the bench ran
+        print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     print(report)
-    try:
-        if args.json:
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump(report.as_json(), f, indent=2)
-        if args.html:
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(report.to_html())
-    except OSError as exc:
-        args.parser.error(f"cannot write {exc.filename}: {exc.strerror}")
+    for path, content in ((args.json, lambda: json.dumps(report.as_json(), indent=2)),
+                          (args.html, report.to_html)):
+        if path:
+            try:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(content())
+            except OSError as exc:
+                print(f"{prog}: error: cannot write {path!r}: {exc.strerror or exc} (the results are in the table "
+                      "above)", file=sys.stderr)
+                return 1
     return 0
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths `a` and `b` name one file: the same resolved path, or two links to one existing file."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet
+        return False
+
+
+def _too_large(exc: TooLarge, args: argparse.Namespace) -> str:
+    """The one-line message for bench.TooLarge: what needs how much, what is available, and what to do."""
+    need = exc.need
+    if need.op == "matmul" and need.backend != "loops":
+        what = f"--size {need.n:,} is too large for this machine: " if args.size else ""
+        fix = (f"give a smaller --size (at most about {exc.largest:,} fits)" if exc.largest
+               else "close other programs to free memory")
+    else:
+        what, fix = "", "close other programs to free memory" if args.quick else "try --quick"
+    return f"{what}{exc}; {fix}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

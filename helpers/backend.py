@@ -150,7 +150,7 @@ def backends() -> Backends:
 
 def check_name(name: str) -> str:
     """`name` if it is a known backend name; a ValueError listing the accepted names otherwise."""
-    if name not in NAMES:
+    if not isinstance(name, str) or name not in NAMES:
         raise ValueError(f"unknown backend {name!r}; accepted: {', '.join(NAMES)}")
     return name
 
@@ -240,11 +240,22 @@ def to_backend(x: Any, name: str) -> Any:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    """A NumPy copy of an array of any backend (the device-to-host transfer, where there is one)."""
+    """A NumPy copy of an array of any backend (the device-to-host transfer, where there is one).
+
+    `x` may also be a number or (nested) lists of numbers; anything else is a ValueError saying what came.
+    """
     owner = backend_of(x)
     if owner == "cupy":
         return x.get()
-    return np.asarray(x)
+    try:
+        host = np.asarray(x)
+    except (ValueError, TypeError) as exc:  # ragged lists, objects NumPy cannot read
+        raise ValueError(f"expected an array or (nested) lists of numbers of one shape; got {type(x).__name__} "
+                         f"{x!r:.60} ({str(exc).splitlines()[0][:80]})") from None
+    if host.dtype.kind not in "biufc":
+        raise ValueError(f"expected an array of numbers; got {type(x).__name__} {x!r:.60} (NumPy reads it as "
+                         f"{host.dtype})")
+    return host
 
 
 def array_module(name: str) -> Any:

@@ -7,10 +7,11 @@ array backends' size they would take minutes), so speed-ups compare FLOP rates, 
 
 from __future__ import annotations
 
+import math
 import textwrap
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any, TextIO
@@ -19,6 +20,7 @@ from . import workloads
 from .backend import ARRAY_BACKENDS, backends, require_usable
 from .hardware import Hardware, hardware
 from .timing import NOISY_SPREAD, NoisyTimingWarning, Timing, format_fraction, format_seconds
+from .validate import available_memory
 
 #: Backend names as the bench shows them: Python loops are 'loops' (the rest of the package says 'python').
 NAMES = ("loops", *ARRAY_BACKENDS)
@@ -53,6 +55,72 @@ DEFAULT_BUDGET = 2.0
 QUICK_SIZES = Sizes(matmul=256, matmul_loops=32, axpby=1_000_000, axpby_loops=10_000)
 QUICK_BUDGET = 0.1
 TITLE = "From Loops to TPUs: bench"
+
+
+@dataclass(frozen=True)
+class Need:
+    """The memory one case of the bench needs: `op` on `backend` at size n, and what that memory holds."""
+
+    op: str
+    backend: str
+    n: int
+    per_element: int  # bytes per element of the n x n matrices (matmul) or of the vectors of n (axpby)
+    holds: str  # e.g. "three n x n float32 matrices"
+
+    @property
+    def nbytes(self) -> int:
+        return (self.n * self.n if self.op == "matmul" else self.n) * self.per_element
+
+
+def memory_need(op: str, backend: str, n: int, dtype: str) -> Need:
+    """An estimate of the memory `op` needs at size n on `backend`: its two inputs and its result.
+
+    Array backends hold three n x n matrices (matmul) or three vectors of n (axpby) in `dtype`. Python loops
+    turn two float64 arrays into lists of Python floats (32 bytes a number) and build a third list.
+    """
+    shape = "n x n" if op == "matmul" else "n"
+    per_element = workloads.bytes_per_element("python" if backend == "loops" else backend, dtype)
+    if backend == "loops":
+        return Need(op, backend, n, per_element, f"two float64 arrays of {shape} made into three lists of Python "
+                    "floats")
+    holds = f"three n x n {dtype} matrices" if op == "matmul" else f"three {dtype} vectors of n"
+    return Need(op, backend, n, per_element, holds)
+
+
+def format_bytes(nbytes: float) -> str:
+    """A number of bytes with a unit, 3 significant digits: '812 bytes', '4.2 MB', '19.9 GB', '12,000 TB'."""
+    for unit, scale in (("bytes", 1), ("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        if nbytes < scale * 1000:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes / 1e12:.3g} TB" if nbytes < 1e15 else f"{nbytes / 1e12:,.0f} TB"
+
+
+class TooLarge(ValueError):
+    """A case of the bench needs more memory than this machine has available: raised before anything runs."""
+
+    def __init__(self, need: Need, available: int) -> None:
+        self.need, self.available = need, available
+        #: The largest size of this op on this backend that fits in the available memory (0: none does).
+        self.largest = available // need.per_element
+        if need.op == "matmul":
+            self.largest = math.isqrt(self.largest)
+        super().__init__(f"{need.op} on {need.backend} at n = {need.n:,} needs about {format_bytes(need.nbytes)} "
+                         f"({need.holds}), but about {format_bytes(available)} of memory is available here")
+
+
+def check_memory(names: Sequence[str], dtype: str, sizes: Sizes, available: int | None = None) -> None:
+    """TooLarge for the case of `names` that needs the most memory, if it needs more than is available.
+
+    `available`: bytes (default: what this machine has free now); where that is unknown, nothing is checked.
+    The cases run one after the other, so the largest one is what must fit.
+    """
+    available = available_memory() if available is None else available
+    if available is None:
+        return
+    need = max((memory_need(op, b, sizes.of(op, b), dtype) for op in OPS for b in names),
+               key=lambda need: need.nbytes, default=None)
+    if need is not None and need.nbytes > available:
+        raise TooLarge(need, available)
 
 
 def resolve_backends(names: Sequence[str] | None) -> list[str]:
@@ -250,14 +318,29 @@ def run(
     """Measure every op on every backend in `names` (all usable ones by default), progress lines to `progress`.
 
     Raises ValueError / BackendUnavailable, before measuring anything, for a backend that is unknown or
-    cannot run here.
+    cannot run here, and TooLarge when a case needs more memory than is available. Whatever stops the run
+    (an error, Ctrl-C), the progress stream is left at the start of a line for the message that follows.
     """
     chosen = resolve_backends(names)
+    check_memory(chosen, dtype, sizes)
+    mid_line = False
 
     def say(text: str, end: str = "\n") -> None:
+        nonlocal mid_line
         if progress is not None:
             print(text, end=end, file=progress, flush=True)
+            mid_line = not (text + end).endswith("\n")
 
+    try:
+        return _run(chosen, names is None, dtype, sizes, budget, say)
+    except BaseException:
+        if mid_line and progress is not None:
+            print(file=progress, flush=True)
+        raise
+
+
+def _run(chosen: list[str], all_usable: bool, dtype: str, sizes: Sizes, budget: float,
+         say: Callable[..., None]) -> Report:
     say("detecting hardware (a short calibration of the CPU) ... ", end="")
     start = time.perf_counter()
     hw = hardware()
@@ -276,6 +359,6 @@ def run(
     for (op, backend), t in timings.items():
         loops = timings.get((op, "loops"))
         results.append(Result(op, backend, t, t.gflops / loops.gflops if loops else None))
-    skipped = {} if names is not None else {
+    skipped = {} if not all_usable else {
         s.name: s.detail + (f" -> {s.fix}" if s.fix else "") for s in backends().values() if not s.usable}
     return Report(hw, results, skipped, dtype)

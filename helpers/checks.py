@@ -235,7 +235,8 @@ def check_answer(got: Any, problem: Callable[[Any], str | None], what: str,
     except _Untouched:
         return _say(_untouched(what))
     if failed:
-        why = failed if failed.startswith("took") else f"could not judge {_short(got)}: {failed}"
+        judged = failed.removeprefix("raised ")
+        why = failed if failed.startswith("took") else f"could not judge {_short(got)}: {judged}"
     if why:
         return _say(Verdict(False, True, f"❌ {what}: {why}"))
     return _say(Verdict(True, True, f"✅ {what}: right."))

@@ -41,10 +41,9 @@ def kernel_files() -> list[str]:
 
 def kernel_source(file: str) -> str:
     """The CUDA C in helpers/kernels/`file` (e.g. 'vector_add.cu'); a clear error naming the files otherwise."""
-    path = KERNELS / file
-    if not file.endswith(".cu") or not path.is_file():
+    if not isinstance(file, str) or not file.endswith(".cu") or not (KERNELS / file).is_file():
         raise FileNotFoundError(f"no kernel file {file!r}; the files are {', '.join(kernel_files())}")
-    return path.read_text(encoding="utf-8")
+    return (KERNELS / file).read_text(encoding="utf-8")
 
 
 def show(source_or_file: str) -> Any:

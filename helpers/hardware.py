@@ -14,8 +14,11 @@ from html import escape
 from typing import Any
 
 from . import specs
-from .backend import backends
+from .backend import backends, check_name
 from .cpu import CPUInfo, cpu_info
+
+#: The dtypes a roof can be asked for (a device without a peak for one gives None as its FLOP/s).
+PEAK_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,12 @@ class Hardware:
 
     def peak(self, backend: str, dtype: str = "float32", device_kind: str | None = None) -> Peak:
         """The roofs for `backend` working in `dtype`, on the device its arrays live on."""
+        check_name(backend)
+        if dtype not in PEAK_DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(PEAK_DTYPES)}; got {dtype!r}")
+        if device_kind not in (None, "cpu", "gpu", "tpu"):
+            raise ValueError(f"device_kind must be 'cpu', 'gpu', 'tpu' or None (the backend's device); "
+                             f"got {device_kind!r}")
         kind = (device_kind or backends()[backend].device_kind) if backend in ("jax", "cupy") else "cpu"
         if kind == "cpu":
             source = f"estimated: {self.cpu.formula()}"

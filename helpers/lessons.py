@@ -22,6 +22,7 @@ from typing import Any
 from . import specs
 from .cpu import CPUInfo, cpu_info
 from .project import CHAPTERS
+from .validate import positive_int, positive_number
 
 
 def chapter_map() -> Any:
@@ -35,15 +36,30 @@ def chapter_map() -> Any:
 
 def show_source(obj: Callable[..., Any] | type) -> Any:
     """The source code of `obj` as a Markdown code block: what the learner reads is exactly what runs."""
-    return _markdown(f"```python\n{textwrap.dedent(inspect.getsource(obj)).rstrip()}\n```")
+    return _markdown(f"```python\n{textwrap.dedent(_source_lines(obj, 'show_source')[0]).rstrip()}\n```")
+
+
+def _source_lines(obj: Any, caller: str) -> tuple[str, int]:
+    """The source of a Python function or class and its first line, or a ValueError saying why there is none."""
+    if not (inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj)):
+        raise ValueError(f"{caller}() shows a Python function or class; got {type(obj).__name__} {obj!r:.60}")
+    try:
+        lines, start = inspect.getsourcelines(obj)
+    except (OSError, TypeError):
+        raise ValueError(f"{caller}(): the source of {obj!r:.60} is not available (defined in a compiled module or "
+                         "typed at an interactive prompt)") from None
+    return "".join(lines), start
 
 
 def line_bytecode(fn: Callable[..., Any], text: str) -> list[dis.Instruction]:
     """The bytecode instructions CPython runs for the first source line of `fn` that contains `text`."""
-    lines, start = inspect.getsourcelines(fn)
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"line_bytecode() needs the text of a line of the function, got {text!r}")
+    source, start = _source_lines(fn, "line_bytecode")
+    lines = source.splitlines(keepends=True)
     target = next((start + i for i, line in enumerate(lines) if text in line), None)
     if target is None:
-        raise ValueError(f"no line of {fn.__name__} contains {text!r}")
+        raise ValueError(f"text {text!r} is on no line of {fn.__name__}")
     found, line = [], None
     for ins in dis.get_instructions(fn):
         positions = getattr(ins, "positions", None)  # Python 3.11+: every instruction knows its line
@@ -152,19 +168,21 @@ def peaks_figure(cpu: CPUInfo | None = None, devices: Sequence[str] = REFERENCE_
 
 def peak_gflops(cores: int, ghz: float, fma_units: int, lanes: int) -> float:
     """Peak GFLOP/s: cores x clock (GHz) x FMA units x SIMD lanes x 2 FLOPs per FMA."""
-    return cores * ghz * fma_units * lanes * 2
+    return (positive_int("cores", cores) * positive_number("ghz (clock in GHz)", ghz)
+            * positive_int("fma_units", fma_units) * positive_int("lanes", lanes) * 2)
 
 
 def matmul_flops(m: int, k: int, n: int) -> int:
     """FLOPs of an (m, k) @ (k, n) product: m*n outputs, each k multiplies and k adds."""
-    return 2 * m * k * n
+    return 2 * positive_int("m", m) * positive_int("k", k) * positive_int("n", n)
 
 
 def dense_layer_flops(batch: int, n_in: int, n_out: int) -> int:
     """FLOPs of a dense layer's forward pass, x @ W + b, for x of shape (batch, n_in)."""
+    batch, n_in, n_out = positive_int("batch", batch), positive_int("n_in", n_in), positive_int("n_out", n_out)
     return 2 * batch * n_in * n_out + batch * n_out
 
 
 def matmul_seconds(n: int, gflops: float) -> float:
     """Seconds an n x n by n x n product takes at a rate of `gflops` GFLOP/s."""
-    return 2 * n**3 / (gflops * 1e9)
+    return 2 * positive_int("n", n) ** 3 / (positive_number("gflops", gflops) * 1e9)

@@ -61,10 +61,15 @@ def _fire(signum: int, frame: object) -> None:
     _arm()
 
 
+#: The longest the timer is set for at once (a day): a longer limit is re-armed when it fires, so any limit works
+#: whatever the system's largest timer.
+_LONGEST_TIMER = 86400.0
+
+
 def _arm() -> None:
     """Set the timer to the nearest deadline (or switch it off)."""
     delay = min(limit.deadline for limit in _active) - time.monotonic() if _active else 0.0
-    signal.setitimer(signal.ITIMER_REAL, max(delay, 1e-4) if _active else 0.0)
+    signal.setitimer(signal.ITIMER_REAL, min(max(delay, 1e-4), _LONGEST_TIMER) if _active else 0.0)
 
 
 @contextmanager
@@ -86,9 +91,9 @@ def time_limit(seconds: float, what: str) -> Iterator[Limit | None]:
         return
     limit = Limit(what, seconds, time.monotonic() + seconds)
     previous = signal.signal(signal.SIGALRM, _fire) if not _active else None
-    _active.append(limit)
-    _arm()
     try:
+        _active.append(limit)
+        _arm()
         yield limit
     finally:
         _active.remove(limit)

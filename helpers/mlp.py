@@ -14,6 +14,7 @@ step by step. Chapter 05 trains them; `helpers.training` holds the loop, the tim
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ import numpy as np
 
 from .backend import array_module
 from .validate import positive_int
+from .validate import seed as valid_seed
 
 #: The parameters of the network, in the order Keras' `get_weights()` lists them: kernel, bias, kernel, bias.
 #: Kernels are (inputs, outputs), so a layer is `x @ W + b`, as in Keras' Dense.
@@ -69,10 +71,17 @@ def load_digits_split(test_fraction: float = 0.25, seed: int = 0) -> Digits:
     """
     if isinstance(test_fraction, bool) or not isinstance(test_fraction, Real) or not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be a number between 0 and 1 (exclusive), got {test_fraction!r}")
+    seed = valid_seed(seed)
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
     digits = load_digits()
+    n, classes = len(digits.target), len(np.unique(digits.target))
+    n_test = math.ceil(test_fraction * n)  # as scikit-learn counts it
+    if min(n_test, n - n_test) < classes:  # a stratified split needs every class on both sides
+        raise ValueError(f"test_fraction={test_fraction!r} leaves {min(n_test, n - n_test)} of the {n:,} digits on "
+                         f"one side, fewer than the {classes} classes: use a value between {classes / n:.4f} and "
+                         f"{1 - classes / n:.4f}")
     x = (digits.data / 16.0).astype(np.float32)
     y = digits.target.astype(np.int32)
     x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=test_fraction, stratify=y, random_state=seed)
@@ -85,7 +94,7 @@ def init_params(n_in: int = 64, hidden: int = 64, n_out: int = 10, seed: int = 0
                                                                    ("n_out", n_out)))
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(valid_seed(seed))
     return {
         "W1": (rng.standard_normal((n_in, hidden)) * np.sqrt(2.0 / n_in)).astype(dtype),
         "b1": np.zeros(hidden, dtype),

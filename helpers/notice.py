@@ -24,7 +24,7 @@ def accelerator_backend(kind: str) -> str:
 
     When the accelerator is missing, announce it loudly once per session, with how to get one.
     """
-    if kind not in _HOW_TO:
+    if not isinstance(kind, str) or kind not in _HOW_TO:
         raise ValueError(f"unknown accelerator kind {kind!r}; accepted: {', '.join(_HOW_TO)}")
     status = backends()
     if kind == "gpu" and status["cupy"].usable:

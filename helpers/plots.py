@@ -24,6 +24,7 @@ from . import specs
 from .cpu import CPUInfo
 from .hardware import Hardware, Peak, where_we_run
 from .timing import Comparison, Timing, format_fraction, format_seconds
+from .validate import finite
 
 # --------------------------------------------------------------------------------------------------------------
 # Renderer: figures must show offline (Binder, a laptop on a train), so never a CDN-loading renderer.
@@ -361,9 +362,11 @@ class Roofs:
         for r in self.compute:
             if r.dtype == dtype:
                 return r
-        if self.kind == "tpu":  # as hardware.peak(): JAX runs float matmuls on a TPU through the bf16 MXUs
+        if self.kind == "tpu" and dtype in ("float16", "float32", "float64"):  # as hardware.peak(): JAX runs float
+            # matmuls on a TPU through the bf16 MXUs
             return self.compute[0]
-        raise ValueError(f"{self.device} has no {dtype} roof on file; available: {', '.join(self.dtypes)}")
+        raise ValueError(f"dtype {dtype!r}: {self.device} has no such roof on file; available: "
+                         f"{', '.join(self.dtypes)}")
 
     def ridge(self, dtype: str | None = None) -> float:
         """FLOP per byte where the compute roof meets the bandwidth roof: below it, memory limits speed."""
@@ -410,7 +413,7 @@ def roofs(device: Device) -> Roofs:
         bw_source = "measured here (see hardware())" if cpu else device.source
         return Roofs(device.device, float(device.bandwidth), bw_origin, bw_source,
                      (Roof("", float(device.flops), _origin(device.source), device.source),), "cpu" if cpu else "")
-    raise TypeError("roofline needs a CPUInfo, Hardware, specs.DeviceSpec, Peak or spec name; "
+    raise TypeError("the device for a roofline must be a CPUInfo, Hardware, specs.DeviceSpec, Peak or spec name; "
                     f"got {type(device).__name__}")
 
 
@@ -424,8 +427,8 @@ def attainable(device: Device, intensity: float, dtype: str = "float32") -> floa
 def predict_time(spec_or_peak: Device, flops: float, bytes: float, dtype: str = "float32") -> float:  # noqa: A002
     """Seconds the roofline model predicts: max(flops / peak FLOP/s, bytes / bandwidth); the slower side wins."""
     for name, value in (("flops", flops), ("bytes", bytes)):
-        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < 0:
-            raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+        if not finite(value) or value < 0:
+            raise ValueError(f"{name} must be a finite number, zero or more, got {value!r:.40}")
     r = roofs(spec_or_peak)
     return max(float(flops) / r.roof(dtype).flops, float(bytes) / r.bandwidth)
 
@@ -477,6 +480,7 @@ def roofline(
     on the roof as hollow markers: what the model predicts, never a measurement.
     """
     r = roofs(device)
+    r.roof(dtype)  # a dtype the device has no roof for is refused here, as predict_time refuses it
     pairs = _labelled(timings, allow_empty=True)
     for label, t in pairs:
         if t.intensity is None:

@@ -111,7 +111,10 @@ def _grid(grid: int | tuple[int, int] | None, k: int, n: int) -> tuple[int, int]
 
 
 def _matrix(x: object, name: str) -> np.ndarray:
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError):  # ragged lists
+        raise ValueError(f"{name} must be a 2-D matrix of numbers (rows of equal length); got {x!r:.60}") from None
     if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
         raise TypeError(f"{name} has dtype {arr.dtype}; the simulator takes integer matrices (exact, int64) or "
                         "real floating-point ones (float64). Convert first, e.g. x.astype(int)")
@@ -248,6 +251,7 @@ def fill(k: int, n: int, size: int | tuple[int, int] = MXU_SIZE) -> float:
 
     1.0 when K and N are multiples of the grid's sides; a 129 x 128 matrix needs two passes, so about half.
     """
+    _check_sizes(k=k, n=n)
     rows, cols = _grid(size, k, n)
     return k * n / (passes(k, n, (rows, cols)) * rows * cols)
 
@@ -258,6 +262,7 @@ def utilisation(m: int, k: int, n: int, grid: int | tuple[int, int] | None = Non
     Below 1 for two reasons: padding (see `fill`) and filling and draining the pipeline (R + C - 2 cycles
     a pass in which part of the grid idles). Streaming many rows (large M) hides the second.
     """
+    _check_sizes(m=m, k=k, n=n)
     rows, cols = _grid(grid, k, n)
     return m * k * n / (rows * cols * cycle_count(m, k, n, (rows, cols)))
 

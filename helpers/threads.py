@@ -79,7 +79,7 @@ def limit_blas_threads(threads: int) -> Iterator[int]:
 
 def default_thread_counts(most: int | None = None) -> list[int]:
     """1, 2, 4, ... up to `most` (default: the BLAS's current thread count), always ending at `most`."""
-    most = most or blas_threads()
+    most = blas_threads() if most is None else positive_int("most", most)
     counts, k = [], 1
     while k < most:
         counts.append(k)
@@ -100,14 +100,18 @@ def thread_sweep(
     (flops=, bytes=, budget=, n=, ...) go to benchmark(). Each Timing's label says its thread count and its
     `extra["threads"]` holds the count in force while it ran.
     """
-    counts = list(threads) if threads is not None else default_thread_counts()
+    if threads is not None and (isinstance(threads, str) or not isinstance(threads, Sequence)):
+        raise ValueError(f"threads must be a list of thread counts such as [1, 2], got {threads!r:.60}")
+    counts = [positive_int("threads", k) for k in threads] if threads is not None else default_thread_counts()
     if not counts:
         raise ValueError("thread_sweep() needs at least one thread count")
     name = label or getattr(fn, "__name__", "fn")
     out: dict[int, Timing] = {}
     for k in counts:
         with limit_blas_threads(k) as in_force:
-            t = benchmark(fn, *args, label=f"{name}, {k} thread{'s' if k != 1 else ''}", **benchmark_kwargs)
+            asked = f" (asked for {k})" if in_force != k else ""  # the BLAS may have fewer threads than asked
+            t = benchmark(fn, *args, label=f"{name}, {in_force} thread{'s' if in_force != 1 else ''}{asked}",
+                          **benchmark_kwargs)
         t.extra["threads"] = in_force
         out[k] = t
     return out

@@ -8,7 +8,6 @@ time budget is spent, and the result reports a robust median with its spread.
 from __future__ import annotations
 
 import itertools
-import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from . import backend as _backends
-from .hardware import Peak, hardware
+from .hardware import PEAK_DTYPES, Peak, hardware
 from .limits import TimeLimitExceeded, time_limit
-from .validate import positive_int, positive_number
+from .validate import finite, positive_int, positive_number
 
 #: A sample shorter than this is dominated by timer overhead: loop the call until a sample lasts this long.
 MIN_SAMPLE_SECONDS = 2e-3
@@ -43,9 +42,18 @@ class NoisyTimingWarning(UserWarning):
 
 
 def format_seconds(seconds: float) -> str:
-    """A duration with a unit that keeps 3 significant digits: '812 ns', '4.20 ms', '1.50 s', '2.1 h'."""
-    if seconds is None or not math.isfinite(seconds):
+    """A duration with a unit that keeps 3 significant digits: '812 ns', '4.20 ms', '1.50 s', '2.1 h'.
+
+    None, NaN or infinity (no measurement) give '-'; a negative or non-numeric duration is a ValueError.
+    """
+    if seconds is None:
         return "-"
+    if isinstance(seconds, bool) or not isinstance(seconds, Real):
+        raise ValueError(f"seconds must be a number, got {type(seconds).__name__} {seconds!r:.40}")
+    if not finite(seconds):
+        return "-"
+    if seconds < 0:
+        raise ValueError(f"seconds must be zero or more (a duration), got {seconds!r}")
     for unit, scale in (("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3)):
         if seconds < scale * 1000:
             return f"{seconds / scale:.3g} {unit}"
@@ -62,8 +70,14 @@ def format_seconds(seconds: float) -> str:
 
 def format_fraction(fraction: float | None) -> str:
     """A fraction of peak as a percentage with enough digits to be non-zero: '87.3%', '0.0134%'."""
-    if fraction is None or not math.isfinite(fraction):
+    if fraction is None:
         return "-"
+    if isinstance(fraction, bool) or not isinstance(fraction, Real):
+        raise ValueError(f"fraction must be a number, got {type(fraction).__name__} {fraction!r:.40}")
+    if not finite(fraction):
+        return "-"
+    if fraction < 0:
+        raise ValueError(f"fraction must be zero or more, got {fraction!r}")
     if fraction == 0 or fraction >= 0.001:
         return f"{fraction:.1%}"
     return f"{fraction * 100:.3g}%"
@@ -185,11 +199,7 @@ class Timing:
 
 
 def _positive(name: str, value: Any, allow_none: bool = True) -> float | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
+    return None if value is None and allow_none else positive_number(name, value)
 
 
 def _dtype_of(tree: Any, limit: int = 10_000) -> str | None:
@@ -325,7 +335,10 @@ def benchmark(
         # The samples taken before the limit stand; the timing is marked capped below.
 
     dtype = dtype or actual
-    peak = hardware().peak(chosen, dtype or "float32", _device_kind(chosen, (args, out)))
+    judged = dtype or "float32"  # integer or complex work has no FLOP roof on file: bandwidth only
+    peak = hardware().peak(chosen, judged if judged in PEAK_DTYPES else "float64", _device_kind(chosen, (args, out)))
+    if judged not in PEAK_DTYPES:
+        peak = replace(peak, flops=None, source=f"{peak.source}; no FLOP/s roof for {judged}")
     result = Timing(name, chosen, dtype, np.asarray(samples), number, first,
                     flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
     # Only a compute roof is a hard limit: data that fits in cache beats the main-memory bandwidth honestly.
@@ -371,9 +384,17 @@ def crossover(sizes: Sequence[Any], baseline_seconds: Sequence[float], other_sec
 
     "From then on" matters: a noisy win at one small size, lost again above it, is not a crossover.
     """
-    if not (len(sizes) == len(baseline_seconds) == len(other_seconds)) or not len(sizes):
+    try:
+        lengths = len(sizes), len(baseline_seconds), len(other_seconds)
+    except TypeError:
+        raise ValueError("crossover() needs three sequences: sizes, baseline_seconds and other_seconds") from None
+    if len(set(lengths)) != 1 or not lengths[0]:
         raise ValueError("crossover() needs non-empty sizes, baseline_seconds and other_seconds of the same length; "
-                         f"got {len(sizes)}, {len(baseline_seconds)} and {len(other_seconds)}")
+                         f"got {lengths[0]}, {lengths[1]} and {lengths[2]}")
+    for name, values in (("sizes", sizes), ("baseline_seconds", baseline_seconds), ("other_seconds", other_seconds)):
+        bad = [v for v in values if not finite(v) or v < 0]
+        if bad:
+            raise ValueError(f"crossover(): {name} must be finite numbers, zero or more; got {bad[0]!r}")
     order = sorted(range(len(sizes)), key=lambda i: sizes[i])
     found = None
     for i in reversed(order):
@@ -433,6 +454,9 @@ class Comparison:
 
 def compare(timings: Mapping[str, Timing] | Iterable[Timing]) -> Comparison:
     """A speed-up table of timings against the first one: compare({'loops': t0, 'numpy': t1})."""
+    if isinstance(timings, Timing | str) or not isinstance(timings, Mapping | Iterable):
+        raise TypeError("compare() needs several Timing results from benchmark(), as a dict {'label': timing} or "
+                        f"a list; got {type(timings).__name__}")
     if isinstance(timings, Mapping):
         items = []
         for label, t in timings.items():

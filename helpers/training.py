@@ -13,6 +13,7 @@ hand-written step is traced with its FLOPs and bytes, and costs at least one ker
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -246,6 +247,7 @@ class Kernel:
     shapes: str  # the shapes it works on, e.g. '(32, 64) @ (64, 64)'
     flops: int  # floating-point operations (a matmul: 2mkn; elementwise: one per output; reduction: one per input)
     bytes: int  # bytes read and written, if every input is read and the output written once
+    written: int = 0  # bytes of the array it makes (its output)
 
     @property
     def intensity(self) -> float:
@@ -258,6 +260,9 @@ class StepWork:
     """Every array operation one training step does, in order, as traced from `mlp.numpy_step`."""
 
     kernels: tuple[Kernel, ...]
+    #: Bytes of device memory one step needs at most: parameters and a batch, and every array the step makes (an
+    #: upper bound: a real run frees temporaries as it goes).
+    memory: int = 0
 
     @property
     def launches(self) -> int:
@@ -280,56 +285,104 @@ class StepWork:
         return [k for k in self.kernels if k.name == "matmul"]
 
 
-class _Traced(np.ndarray):
-    """A NumPy array that logs every operation done with it (ufuncs, reductions, gathers) as a Kernel."""
+@dataclass(frozen=True)
+class _Op:
+    """One array operation as traced: its kind and the shapes and item sizes it reads and writes."""
 
-    log: list[Kernel] = []
+    name: str
+    inputs: tuple[tuple[tuple[int, ...], int], ...]  # (shape, itemsize) of each array read
+    output: tuple[tuple[int, ...], int]  # (shape, itemsize) written
+    reduce: bool = False
+
+    def kernel(self, size: Callable[[int], int]) -> Kernel:
+        """This operation at other sizes: `size` maps each traced dimension to the real one."""
+        shapes = [tuple(size(d) for d in shape) for shape, _ in self.inputs]
+        out = tuple(size(d) for d in self.output[0])
+        count = math.prod
+        if self.name == "matmul":
+            (m, k), n = shapes[0], shapes[1][1]
+            flops, text = 2 * m * k * n, f"{shapes[0]} @ {shapes[1]}"
+        else:
+            flops = (count(shapes[0]) if self.reduce else count(out)) if self.name not in ("eye", "gather") else 0
+            text = " , ".join(str(shape) for shape in shapes) if self.name != "eye" else str(out)
+            if self.name == "gather":
+                text = f"{shapes[0]}[{shapes[1]}]"
+        moved = sum(count(shape) * item for shape, (_, item) in zip(shapes, self.inputs, strict=True))
+        if self.name == "gather":  # reads only the gathered elements and the index, not the whole array
+            moved = count(shapes[1]) * self.inputs[1][1]
+        return Kernel(self.name, text, flops, moved + count(out) * self.output[1], count(out) * self.output[1])
+
+
+class _Traced(np.ndarray):
+    """A NumPy array that logs every operation done with it (ufuncs, reductions, gathers) as an _Op."""
+
+    log: list[_Op] = []
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         plain = [x.view(np.ndarray) if isinstance(x, _Traced) else x for x in inputs]
         out = np.asarray(getattr(ufunc, method)(*plain, **kwargs))
         arrays = [x for x in plain if isinstance(x, np.ndarray)]
         name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
-        if ufunc is np.matmul:
-            (m, k), n = arrays[0].shape, arrays[1].shape[1]
-            flops, shapes = 2 * m * k * n, f"{arrays[0].shape} @ {arrays[1].shape}"
-        else:
-            flops = arrays[0].size if method == "reduce" else out.size
-            shapes = " , ".join(str(x.shape) for x in arrays)
-        _Traced.log.append(Kernel(name, shapes, flops, sum(x.nbytes for x in arrays) + out.nbytes))
+        _Traced.log.append(_Op(name, tuple((x.shape, x.itemsize) for x in arrays), (out.shape, out.itemsize),
+                               method == "reduce"))
         return out.view(_Traced)
 
     def __getitem__(self, key: Any) -> Any:
         out = np.asarray(self.view(np.ndarray)[key.view(np.ndarray) if isinstance(key, _Traced) else key])
         if isinstance(key, np.ndarray):  # a gather: a kernel on a GPU (basic slicing is a free view)
-            _Traced.log.append(Kernel("gather", f"{self.shape}[{key.shape}]", 0, out.nbytes + key.nbytes))
+            _Traced.log.append(_Op("gather", ((self.shape, self.itemsize), (key.shape, key.itemsize)),
+                                   (out.shape, out.itemsize)))
         return out.view(_Traced)
 
 
 def _traced_eye(n: int, dtype: Any = None) -> _Traced:
     out = np.eye(n, dtype=dtype)
-    _Traced.log.append(Kernel("eye", f"({n}, {n})", 0, out.nbytes))
+    _Traced.log.append(_Op("eye", (), (out.shape, out.itemsize)))
     return out.view(_Traced)
 
 
-@lru_cache(maxsize=64)
-def trace_step(batch: int, n_in: int = 64, hidden: int = 64, n_out: int = 10) -> StepWork:
-    """Run `mlp.numpy_step` once on arrays that log every operation: the step's kernels, FLOPs and bytes.
+#: The sizes the step is traced at: small, and distinct from each other and from 1, so that every dimension of
+#: every traced shape says which size it is (batch, n_in, hidden, n_out).
+_PROBE = {"batch": 11, "n_in": 13, "hidden": 17, "n_out": 19}
 
-    This counts the code that really runs (the NumPy code is the CuPy code), not a formula for it.
-    """
-    for name, value in (("batch", batch), ("n_in", n_in), ("hidden", hidden), ("n_out", n_out)):
-        positive_int(name, value)
-    params = {k: v.view(_Traced) for k, v in mlp.init_params(n_in, hidden, n_out).items()}
-    x = np.zeros((batch, n_in), np.float32).view(_Traced)
-    y = (np.arange(batch, dtype=np.int32) % n_out).view(_Traced)
+
+@lru_cache(maxsize=1)
+def _traced_ops() -> tuple[_Op, ...]:
+    """Every operation of `mlp.numpy_step`, run once at the probe sizes on arrays that log what they do."""
+    params = {k: v.view(_Traced) for k, v in mlp.init_params(_PROBE["n_in"], _PROBE["hidden"],
+                                                              _PROBE["n_out"]).items()}
+    x = np.zeros((_PROBE["batch"], _PROBE["n_in"]), np.float32).view(_Traced)
+    y = (np.arange(_PROBE["batch"], dtype=np.int32) % _PROBE["n_out"]).view(_Traced)
     xp = SimpleNamespace(log=np.log, exp=np.exp, eye=_traced_eye)  # the module functions the step calls
     _Traced.log = []
     try:
         mlp.numpy_step(params, x, y, 0.1, xp)
-        return StepWork(tuple(_Traced.log))
+        return tuple(_Traced.log)
     finally:
         _Traced.log = []
+
+
+def trace_step(batch: int, n_in: int = 64, hidden: int = 64, n_out: int = 10) -> StepWork:
+    """Every array operation of `mlp.numpy_step` at these sizes, with its FLOPs and bytes, without computing.
+
+    The step really runs once, at small probe sizes, on arrays that log each operation: this counts the code
+    that runs (the NumPy code is the CuPy code), not a formula for it. Each logged shape is then scaled to the
+    sizes asked for, so any size is counted in microseconds.
+    """
+    sizes = {name: positive_int(name, value) for name, value in
+             (("batch", batch), ("n_in", n_in), ("hidden", hidden), ("n_out", n_out))}
+    scale = {probe: sizes[name] for name, probe in _PROBE.items()} | {1: 1}
+
+    def size(dim: int) -> int:
+        if dim not in scale:
+            raise RuntimeError(f"trace_step: a traced shape has a dimension {dim} that is not one of the probe sizes "
+                               f"{_PROBE}: the step computes a size of its own; count it here")
+        return scale[dim]
+
+    kernels = tuple(op.kernel(size) for op in _traced_ops())
+    b, i, h, o = sizes["batch"], sizes["n_in"], sizes["hidden"], sizes["n_out"]
+    given = 4 * (i * h + h + h * o + o) + 4 * b * i + 4 * b  # float32 parameters and x, int32 labels
+    return StepWork(kernels, given + sum(k.written for k in kernels))
 
 
 # ---------------------------------------------------------------------------- predictions from published specs
@@ -352,6 +405,13 @@ class Prediction:
     roofline_step: float  # seconds per step if launches were free
     seconds: float  # per epoch: steps x sum over operations of max(roofline time, floor)
     launch_bound: int  # operations per step whose launch costs more than their roofline time
+    memory: int = 0  # bytes of device memory a step needs (an upper bound, StepWork.memory)
+    device_memory: float = 0.0  # bytes the device has (published)
+
+    @property
+    def fits(self) -> bool:
+        """Whether a step fits in the device's memory (False: the prediction is for a run that cannot happen)."""
+        return not self.device_memory or self.memory <= self.device_memory
 
     @property
     def label(self) -> str:
@@ -367,7 +427,9 @@ class Prediction:
         return (f"{self.label}: {format_seconds(self.seconds)} per epoch of {self.steps} steps (batch {self.batch}, "
                 f"hidden {self.hidden}); per step: launches {self.launches} x {format_seconds(self.floor)} = "
                 f"{format_seconds(self.launch_step)}, roofline {format_seconds(self.roofline_step)}; "
-                f"{self.launch_bound} of {self.launches} operations bound by their launch")
+                f"{self.launch_bound} of {self.launches} operations bound by their launch"
+                + ("" if self.fits else f"; DOES NOT FIT: a step needs up to {self.memory / 1e9:,.1f} GB, the "
+                   f"device has {self.device_memory / 1e9:,.0f} GB"))
 
 
 def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 64, n_out: int = 10,
@@ -388,7 +450,7 @@ def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 
     times = [predict_time(spec, k.flops, k.bytes, "float32") for k in work.kernels]
     per_step = sum(max(t, floor) for t in times)
     return Prediction(spec.name, steps, batch, hidden, work.launches, float(floor), sum(times), steps * per_step,
-                      sum(t < floor for t in times))
+                      sum(t < floor for t in times), work.memory, spec.memory_bytes)
 
 
 # ------------------------------------------------------------------------------------------------------ sweeps

@@ -6,6 +6,7 @@ its FLOP and byte counts so a timing can be turned into GFLOP/s, GB/s and a poin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,8 @@ import numpy as np
 
 from .backend import array_module, check_name, require_usable, to_backend
 from .timing import Timing, benchmark
-from .validate import positive_int
+from .validate import fits_in_memory, positive_int
+from .validate import seed as valid_seed
 
 DTYPES = ("float32", "float64")
 
@@ -51,22 +53,23 @@ def matmul(a: Any, b: Any) -> Any:
 
 def matmul_flops(n: int) -> int:
     """FLOPs of an n x n by n x n product: n*n outputs, each n multiplies and n adds."""
-    return 2 * n**3
+    return 2 * positive_int("n (matrix side)", n) ** 3
 
 
 def matmul_bytes(n: int, itemsize: int) -> int:
     """Bytes an ideal n x n matmul must move: read A and B, write C once."""
-    return 3 * n * n * itemsize
+    n = positive_int("n (matrix side)", n)
+    return 3 * n * n * positive_int("itemsize (bytes per number)", itemsize)
 
 
 def axpby_flops(n: int) -> int:
     """FLOPs of alpha*x + beta*y on n elements: two multiplies and one add each."""
-    return 3 * n
+    return 3 * positive_int("n (vector length)", n)
 
 
 def axpby_bytes(n: int, itemsize: int) -> int:
     """Bytes of alpha*x + beta*y on n elements: read x and y, write z."""
-    return 3 * n * itemsize
+    return 3 * positive_int("n (vector length)", n) * positive_int("itemsize (bytes per number)", itemsize)
 
 
 @dataclass(frozen=True)
@@ -92,9 +95,19 @@ WORKLOADS: dict[str, Workload] = {
 
 def get(name: str) -> Workload:
     """The workload called `name`; a ValueError listing the accepted names otherwise."""
-    if name not in WORKLOADS:
+    if not isinstance(name, str) or name not in WORKLOADS:
         raise ValueError(f"unknown operation {name!r}; accepted: {', '.join(WORKLOADS)}")
     return WORKLOADS[name]
+
+
+#: Memory one number takes in Python loops: a float object (24 bytes) and the list's pointer to it (8).
+PYTHON_FLOAT_BYTES = 32
+
+
+def bytes_per_element(backend: str, dtype: str) -> int:
+    """Memory per element of n (or n x n) an op holds at its largest: two inputs and the result in `dtype`; for
+    Python loops, two float64 arrays made into three lists of Python floats."""
+    return 3 * PYTHON_FLOAT_BYTES + 2 * 8 if backend == "python" else 3 * np.dtype(dtype).itemsize
 
 
 def make_inputs(op: str, n: int, dtype: str = "float32", backend: str = "numpy", seed: int = 0) -> tuple[Any, ...]:
@@ -104,23 +117,29 @@ def make_inputs(op: str, n: int, dtype: str = "float32", backend: str = "numpy",
     n = positive_int(f"n ({work.size_meaning})", n)
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; accepted: {', '.join(DTYPES)}")
-    require_usable(backend)
-    rng = np.random.default_rng(seed)
     shape = (n, n) if op == "matmul" else (n,)
+    fits_in_memory(math.prod(shape) * bytes_per_element(backend, dtype), f"{op} at n = {n:,} in {dtype}")
+    require_usable(backend)
+    rng = np.random.default_rng(valid_seed(seed))
     arrays = [rng.standard_normal(shape, dtype=dtype) for _ in range(2)]  # no float64 copy first: memory is tight
     moved = [to_backend(x, backend) for x in arrays]
     return tuple(moved) if op == "matmul" else (2.0, moved[0], 3.0, moved[1])
 
 
-@cache
 def runner(op: str, backend: str) -> Callable[..., Any]:
     """The function that does `op` in `backend`'s style: Python loops for 'python', whole arrays otherwise.
 
     The JAX version is jit-compiled, as JAX code is meant to run; it is made once, so JAX compiles once per
     shape and dtype however often it is measured.
     """
-    work = get(op)
+    get(op)
     check_name(backend)
+    return _runner(op, backend)
+
+
+@cache
+def _runner(op: str, backend: str) -> Callable[..., Any]:
+    work = get(op)
     if backend == "python":
         return work.loops
     array_module(backend)  # raises, with the reason and the fix, if this backend cannot run here

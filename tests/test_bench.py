@@ -5,18 +5,21 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from helpers import bench
-from helpers.__main__ import main
+from helpers.__main__ import PROG, main
 from helpers.backend import backends
 from helpers.hardware import Peak, hardware
-from helpers.timing import Timing
+from helpers.timing import Timing, TooSlow
+from helpers.validate import available_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 # Tiny sizes keep every measurement far below the peak and the whole module to a few seconds.
@@ -188,3 +191,170 @@ def test_notebook_upkeep_without_the_dev_tools_says_what_to_install(monkeypatch,
     assert main(["notebooks", "check"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install -e '.[dev]'" in err and "Traceback" not in err
+
+
+# Bad input found before the run: nothing is measured. `no_work` makes any measurement fail the test.
+@pytest.fixture
+def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the bench started working before it checked its input")
+
+    monkeypatch.setattr(bench, "hardware", started)
+    monkeypatch.setattr(bench, "measure", started)
+
+
+def one_error_line(capsys: pytest.CaptureFixture) -> str:
+    """The single line on stderr (nothing on stdout, no traceback)."""
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "error:" in err and "Traceback" not in err
+    return err.strip()
+
+
+def test_a_size_too_large_for_memory_is_refused_before_any_work(no_work, capsys: pytest.CaptureFixture) -> None:
+    if available_memory() is None:
+        pytest.skip("this system does not say how much memory is available")
+    assert main(["bench", "--size", "1000000000000"]) == 1
+    err = one_error_line(capsys)
+    assert "--size 1,000,000,000,000 is too large" in err and "12,000,000,000,000 TB" in err  # 3 x n x n x 4 bytes
+    assert "of memory is available" in err and "give a smaller --size (at most about" in err
+
+
+def test_the_memory_message_gives_the_estimate_and_the_largest_size_that_fits(
+        no_work, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setattr(bench, "available_memory", lambda: 40_000_000)
+    assert main(["bench", "--quick", "--size", "2000", "--dtype", "float64", "--backends", "numpy"]) == 1
+    err = one_error_line(capsys)
+    # 3 x 2000 x 2000 x 8 bytes = 96 MB; 40 MB / 24 bytes = 1,666,666 elements: 1,290 x 1,290
+    assert "matmul on numpy at n = 2,000 needs about 96 MB (three n x n float64 matrices)" in err
+    assert "about 40 MB of memory is available" in err and "at most about 1,290 fits" in err
+    bench.check_memory(["numpy"], "float64", replace(bench.QUICK_SIZES, matmul=1290), available=40_000_000)
+
+
+def test_an_axpby_too_large_for_memory_suggests_quick(no_work, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setattr(bench, "available_memory", lambda: 50_000_000)
+    assert main(["bench", "--backends", "numpy"]) == 1  # axpby: 3 x 10M x 4 bytes = 120 MB
+    err = one_error_line(capsys)
+    assert "axpby on numpy at n = 10,000,000 needs about 120 MB (three float32 vectors of n)" in err
+    assert err.endswith("try --quick") and "--size" not in err
+
+
+def test_memory_estimates() -> None:
+    assert bench.memory_need("matmul", "numpy", 1000, "float32").nbytes == 3 * 1000 * 1000 * 4
+    assert bench.memory_need("axpby", "jax", 1000, "float64").nbytes == 3 * 1000 * 8
+    # Python loops: three lists of 32-byte Python floats, made from two float64 arrays, whatever the dtype
+    assert bench.memory_need("matmul", "loops", 32, "float32").nbytes == 32 * 32 * (3 * 32 + 2 * 8)
+    assert bench.memory_need("axpby", "loops", 100, "float32") == bench.memory_need("axpby", "loops", 100, "float64")
+    # the largest case is what must fit: at the quick sizes that is axpby on the array backends (12 MB)
+    with pytest.raises(bench.TooLarge) as caught:
+        bench.check_memory(["loops", "numpy"], "float32", bench.QUICK_SIZES, available=5_000_000)
+    assert (caught.value.need.op, caught.value.need.backend, caught.value.need.n) == ("axpby", "numpy", 1_000_000)
+    bench.check_memory(["loops", "numpy"], "float32", bench.QUICK_SIZES, available=13_000_000)
+    # --size sets the array backends' matmul only: loops keep their own small size
+    huge = replace(bench.QUICK_SIZES, matmul=10**12)
+    bench.check_memory(["loops"], "float32", huge, available=10**9)
+    with pytest.raises(bench.TooLarge, match="matmul on numpy"):
+        bench.check_memory(["loops", "numpy"], "float32", huge, available=10**9)
+
+
+def test_unknown_available_memory_checks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "available_memory", lambda: None)
+    bench.check_memory(["numpy"], "float64", replace(bench.QUICK_SIZES, matmul=10**12))
+
+
+@pytest.mark.parametrize("option", ["--json", "--html"])
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(
+        option: str, tmp_path: Path, no_work, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "file").write_text("")
+    assert main(["bench", "--quick", option, str(tmp_path / "file" / "out")]) == 2
+    err = one_error_line(capsys)
+    assert f"argument {option}" in err and f"{tmp_path / 'file'}" in err and "is not a directory" in err
+    assert main(["bench", "--quick", option, f"{tmp_path}/"]) == 2
+    assert "is a directory; give a file name" in one_error_line(capsys)
+
+
+def test_an_unwritable_folder_is_refused_before_the_run(tmp_path: Path, no_work, capsys) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root may write anywhere")
+    folder = tmp_path / "locked"
+    folder.mkdir(mode=0o500)
+    try:
+        assert main(["bench", "--quick", "--json", str(folder / "b.json")]) == 2
+    finally:
+        folder.chmod(0o700)
+    err = one_error_line(capsys)
+    assert str(folder / "b.json") in err and "ermission denied" in err
+
+
+def test_a_named_pipe_nobody_reads_is_refused_instead_of_hanging(tmp_path: Path, no_work, capsys) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    os.mkfifo(tmp_path / "pipe")
+    assert main(["bench", "--quick", "--html", str(tmp_path / "pipe")]) == 2
+    assert "a named pipe that nothing reads" in one_error_line(capsys)
+
+
+def test_checking_an_output_path_leaves_no_file_behind(tmp_path: Path) -> None:
+    from helpers.__main__ import _output_path
+
+    assert _output_path(str(tmp_path / "new.json")) == str(tmp_path / "new.json")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "old.json").write_text("kept")
+    _output_path(str(tmp_path / "old.json"))
+    assert (tmp_path / "old.json").read_text() == "kept"
+
+
+def test_the_same_path_for_json_and_html_is_refused(tmp_path: Path, no_work, capsys) -> None:
+    path = tmp_path / "report"
+    (tmp_path / "sub").mkdir()
+    assert main(["bench", "--quick", "--json", str(path), "--html", str(path)]) == 2
+    err = one_error_line(capsys)
+    assert f"--json and --html both name '{path}'; give two different files" in err
+    assert main(["bench", "--quick", "--json", str(path), "--html", f"{tmp_path}/sub/../report"]) == 2
+    assert "--json and --html both name" in one_error_line(capsys)
+    path.write_text("")
+    os.link(path, tmp_path / "hard-link")
+    assert main(["bench", "--quick", "--json", str(path), "--html", str(tmp_path / "hard-link")]) == 2
+    assert "--json and --html both name" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("option", ["--json", "--html"])
+def test_a_write_that_fails_after_the_run_names_the_path_and_exits_1(option: str, capsys) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    assert main([*FAST, "--backends", "numpy", option, "/dev/full"]) == 1
+    out, err = capsys.readouterr()
+    assert "speed-up" in out  # the table was printed: the results are not lost
+    last = err.strip().splitlines()[-1]
+    assert last == f"{PROG} bench: error: cannot write '/dev/full': No space left on device (the results are in " \
+                   "the table above)"
+    assert "None" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("where", ["hardware", "measure"])
+def test_ctrl_c_says_interrupted_on_its_own_line(where: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    def ctrl_c(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, where, ctrl_c)
+    assert main([*FAST, "--backends", "numpy", "--json", str(tmp_path / "b.json")]) == 130
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and lines[-1] == f"{PROG}: interrupted", err
+    assert lines[-2].endswith(" ... ")  # the progress line that was cut short, ended before the message
+    assert list(tmp_path.iterdir()) == []  # the path check left nothing behind
+
+
+@pytest.mark.parametrize("error", [ValueError("matmul at n = 64 needs 9 GB of memory, but about 1 GB is\navailable"),
+                                   TooSlow("benchmark of 'matmul numpy' ran past max_time"), MemoryError()])
+def test_an_error_during_the_run_is_one_line_after_the_progress(error: Exception, monkeypatch, capsys) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(bench, "measure", fail)
+    assert main([*FAST, "--backends", "numpy"]) == 1
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and "Traceback" not in err
+    assert lines[-1].startswith(f"{PROG} bench: error: ") and lines[-2].endswith(" ... "), err

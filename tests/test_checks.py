@@ -177,4 +177,4 @@ def test_a_learner_that_prints_or_is_not_a_function_gets_one_verdict(capsys):
 
 def test_check_answer_reports_a_judge_that_cannot_judge():
     verdict = check_answer((3, "x"), lambda shape: None if shape[1] % 128 == 0 else "not a multiple", "shape")
-    assert not verdict.passed and verdict.message.startswith("❌ shape: could not judge (3, 'x'): raised TypeError")
+    assert not verdict.passed and verdict.message.startswith("❌ shape: could not judge (3, 'x'): TypeError")

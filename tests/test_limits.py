@@ -80,3 +80,10 @@ def test_outside_the_main_thread_there_is_no_limit_and_it_is_said_once(monkeypat
 def test_a_limit_must_be_a_positive_finite_number(seconds: object) -> None:
     with pytest.raises(ValueError, match="seconds must be a positive, finite number"), time_limit(seconds, "x"):
         pass
+
+
+def test_a_limit_longer_than_any_timer_works_and_leaves_nothing_behind() -> None:
+    with time_limit(1e30, "forever") as limit:
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= limits._LONGEST_TIMER
+    assert limit.seconds == 1e30 and limits._active == []
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

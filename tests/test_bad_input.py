@@ -1,0 +1,171 @@
+"""Bad input to every public function a chapter calls: a result, or one clear error raised from the helpers.
+
+Hypothesis puts one wrong argument at a time (a wrong type, sign or size, a non-finite number, a huge value)
+into a call that otherwise works, and checks: the call returns, or raises an Exception whose traceback ends
+inside helpers/ and whose message names the argument; never a traceback from NumPy, JAX, scikit-learn or
+inspect, never more than a few seconds. A public function added later joins PUBLIC (docs/architecture.md).
+Below it: regression tests for the cases a learner met.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import helpers as h
+from helpers import checks, cuda, lessons, mlp, plots, specs, systolic, threads, timing, training, workloads
+
+HELPERS = str(Path(h.__file__).resolve().parent)
+T4 = specs.get("NVIDIA T4")
+
+
+@dataclass(frozen=True)
+class Public:
+    """A public function and keyword arguments with which it works; `named` maps a parameter to the words its
+    error message uses for it, where that is not the parameter's own name."""
+
+    fn: Callable[..., Any]
+    good: dict[str, Any]
+    named: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.fn.__module__.removeprefix('helpers.')}.{self.fn.__qualname__}"
+
+
+def _timing() -> timing.Timing:
+    return timing.Timing("t", "numpy", "float32", np.array([1e-3]), 1, 1e-3, 1e6, 1e6, None)
+
+
+PUBLIC = [
+    Public(workloads.matmul_flops, {"n": 64}),
+    Public(workloads.matmul_bytes, {"n": 64, "itemsize": 4}),
+    Public(workloads.axpby_flops, {"n": 64}),
+    Public(workloads.axpby_bytes, {"n": 64, "itemsize": 4}),
+    Public(workloads.get, {"name": "matmul"}, {"name": "operation"}),
+    Public(workloads.make_inputs, {"op": "axpby", "n": 8, "dtype": "float32", "backend": "numpy", "seed": 0},
+           {"op": "operation"}),
+    Public(workloads.runner, {"op": "matmul", "backend": "numpy"}, {"op": "operation"}),
+    Public(lessons.peak_gflops, {"cores": 2, "ghz": 3.0, "fma_units": 2, "lanes": 8}),
+    Public(lessons.matmul_flops, {"m": 2, "k": 3, "n": 4}),
+    Public(lessons.dense_layer_flops, {"batch": 2, "n_in": 3, "n_out": 4}),
+    Public(lessons.matmul_seconds, {"n": 64, "gflops": 10.0}),
+    Public(lessons.show_source, {"obj": workloads.axpby}, {"obj": "show_source"}),
+    Public(lessons.line_bytecode, {"fn": workloads.axpby, "text": "return"}, {"fn": "line_bytecode"}),
+    Public(timing.format_seconds, {"seconds": 1.5}),
+    Public(timing.format_fraction, {"fraction": 0.5}),
+    Public(timing.crossover, {"sizes": [1, 2], "baseline_seconds": [1.0, 2.0], "other_seconds": [2.0, 1.0]}),
+    Public(timing.compare, {"timings": {"a": _timing(), "b": _timing()}}, {"timings": "compare"}),
+    Public(timing.benchmark, {"fn": float, "budget": 0.01, "max_time": 2.0, "min_repeats": 1},
+           {"fn": "benchmark"}),
+    Public(h.hardware().peak, {"backend": "numpy", "dtype": "float32"}),
+    Public(h.to_backend, {"x": [1.0, 2.0], "name": "numpy"}, {"x": "array", "name": "backend"}),
+    Public(h.to_numpy, {"x": [1.0, 2.0]}, {"x": "array"}),
+    Public(h.array_module, {"name": "numpy"}, {"name": "backend"}),
+    Public(h.accelerator_backend, {"kind": "gpu"}, {"kind": "accelerator"}),
+    Public(specs.get, {"name": "NVIDIA T4"}, {"name": "specs"}),
+    Public(plots.predict_time, {"spec_or_peak": T4, "flops": 1e9, "bytes": 1e6, "dtype": "float32"},
+           {"spec_or_peak": "device"}),
+    Public(cuda.kernel_source, {"file": "vector_add.cu"}, {"file": "kernel file"}),
+    Public(cuda.blocks_for, {"n": 1000, "threads": 256}),
+    Public(mlp.load_digits_split, {"test_fraction": 0.25, "seed": 0}),
+    Public(mlp.init_params, {"n_in": 8, "hidden": 8, "n_out": 3, "seed": 0, "dtype": "float32"}),
+    Public(training.trace_step, {"batch": 4, "n_in": 8, "hidden": 8, "n_out": 3}),
+    Public(training.predict_epoch, {"device": "NVIDIA T4", "batch": 32, "hidden": 64, "steps": 10},
+           {"device": "specs"}),
+    Public(systolic.passes, {"k": 129, "n": 128}),
+    Public(systolic.fill, {"k": 129, "n": 128}),
+    Public(systolic.cycle_count, {"m": 8, "k": 129, "n": 128}),
+    Public(systolic.utilisation, {"m": 8, "k": 129, "n": 128}),
+    Public(systolic.simulate, {"a": np.ones((2, 3)), "b": np.ones((3, 2))}),
+    Public(threads.default_thread_counts, {"most": 4}),
+    Public(checks.check_value, {"got": 1.0, "expected": 1.0, "what": "x"}),
+]
+
+BAD = st.sampled_from([None, "7", "", -1, 0, -2.5, math.nan, math.inf, -math.inf, True, 10**30, 2**2000, [], [1, 2],
+                       [[1.0, 2.0], [3.0]], {}, 1 + 2j, object(), b"x", "float32x"])
+
+
+@pytest.mark.parametrize("public", PUBLIC, ids=str)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_one_bad_argument_gets_a_result_or_a_clear_error_from_the_helpers(public: Public, data: st.DataObject,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    name = data.draw(st.sampled_from(sorted(public.good)), label="argument")
+    bad = data.draw(BAD, label="value")
+    start = time.monotonic()
+    try:
+        public.fn(**{**public.good, name: bad})
+    except Exception as exc:  # noqa: BLE001 - what matters is where it came from and what it says
+        last = traceback.extract_tb(exc.__traceback__)[-1]
+        assert last.filename.startswith(HELPERS), (
+            f"{public}({name}={bad!r:.40}) raised {type(exc).__name__} from {last.filename}:{last.lineno}: {exc}")
+        words = public.named.get(name, name)
+        assert words in str(exc), f"{public}({name}={bad!r:.40}): the message does not name {words!r}: {exc}"
+    finally:
+        capsys.readouterr()
+    assert time.monotonic() - start < 5, f"{public}({name}={bad!r:.40}) took {time.monotonic() - start:.1f} s"
+
+
+# ---------------------------------------------------------------- regression tests: cases learners met
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: workloads.matmul_flops(-1), "n (matrix side) must be a positive integer"),
+    (lambda: workloads.matmul_bytes(10, "4"), "itemsize (bytes per number) must be a positive integer"),
+    (lambda: workloads.axpby_flops("7"), "n (vector length) must be a positive integer"),
+    (lambda: lessons.matmul_flops(-1, 2, 3), "m must be a positive integer"),
+    (lambda: timing.format_seconds(-1.0), "seconds must be zero or more"),
+    (lambda: h.hardware().peak("bogus"), "unknown backend 'bogus'"),
+    (lambda: timing.crossover([1, 2], [1.0, math.nan], [2.0, 1.0]), "baseline_seconds must be finite numbers"),
+    (lambda: plots.roofline(T4, dtype="int8"), "dtype 'int8': NVIDIA T4 has no such roof on file"),
+    (lambda: h.to_backend("str", "jax"), "expected an array of numbers; got str 'str'"),
+    (lambda: lessons.show_source(print), "show_source() shows a Python function or class"),
+    (lambda: cuda.kernel_source(None), "no kernel file None"),
+    (lambda: workloads.runner(["matmul"], "numpy"), "unknown operation ['matmul']"),
+    (lambda: mlp.load_digits_split(test_fraction=0.999), "use a value between 0.0056 and 0.9944"),
+    (lambda: h.compare(None), "compare() needs several Timing results"),
+    (lambda: workloads.make_inputs("matmul", 10**7), "needs 1,200,000.00 GB of memory"),
+    (lambda: threads.thread_sweep(np.negative, threads="12"), "threads must be a list of thread counts"),
+])
+def test_what_learners_typed_gets_one_clear_line(call: Callable[[], Any], message: str) -> None:
+    with pytest.raises((ValueError, TypeError, KeyError, FileNotFoundError)) as caught:
+        call()
+    assert message in str(caught.value)
+    assert traceback.extract_tb(caught.value.__traceback__)[-1].filename.startswith(HELPERS)
+
+
+def test_thread_sweep_labels_the_threads_really_applied() -> None:
+    sweep = threads.thread_sweep(np.dot, np.ones(64), np.ones(64), threads=[10**6], budget=0.01)
+    (timed,) = sweep.values()
+    applied = timed.extra["threads"]
+    assert applied < 10**6, "no BLAS runs a million threads: the count in force is what the BLAS took"
+    assert timed.label == f"dot, {applied} thread{'s' if applied != 1 else ''} (asked for 1000000)"
+
+
+def test_predictions_count_from_shapes_at_any_size() -> None:
+    training.predict_epoch("NVIDIA T4", 32, 64, 1)  # imports and the one small trace, done once
+    start = time.perf_counter()
+    huge = training.predict_epoch("NVIDIA T4", 4096, 10**7, 1)
+    assert time.perf_counter() - start < 0.1
+    assert not huge.fits and "DOES NOT FIT" in str(huge)
+    assert training.predict_epoch("NVIDIA T4", 4096, 16384, 1).fits
+
+
+def test_the_shape_trace_counts_what_the_step_really_does() -> None:
+    """trace_step scales a trace taken at small sizes; at those sizes it must equal running the step itself."""
+    work = training.trace_step(2, 3, 5, 4)
+    matmuls = [(k.shapes, k.flops) for k in work.matmuls]
+    # forward: x @ W1, h @ W2; backward: dlogits @ W2.T, h.T @ dlogits, x.T @ dh
+    assert matmuls == [("(2, 3) @ (3, 5)", 60), ("(2, 5) @ (5, 4)", 80), ("(2, 4) @ (4, 5)", 80),
+                       ("(5, 2) @ (2, 4)", 80), ("(3, 2) @ (2, 5)", 60)]
+    assert work.launches == 36 and work.flops == sum(k.flops for k in work.kernels)
