@@ -102,6 +102,8 @@ REFERENCE_DEVICES = (specs.REFERENCE_GPU, specs.REFERENCE_TPU)
 
 def arithmetic_units(cpu: CPUInfo | None = None, devices: Sequence[str] = REFERENCE_DEVICES) -> list[ArithmeticUnits]:
     """This CPU (estimated, FP32) next to published accelerators (their headline dtype), in multiply-adds per cycle."""
+    if isinstance(devices, str) or not isinstance(devices, Sequence):
+        raise ValueError(f"devices must be a list of device names such as ['NVIDIA T4'], got {devices!r:.40}")
     cpu = cpu or cpu_info()
     lanes = cpu.simd_bits // 32
     cores, units = int(cpu.cores.value), int(cpu.fma_units.value)

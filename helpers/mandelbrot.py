@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .validate import fits_in_memory, positive_int
+
 #: The rectangle of the complex plane drawn: (x0, x1, y0, y1), real parts then imaginary parts.
 BOX = (-2.2, 1.0, -1.2, 1.2)
 MAX_STEPS = 100
@@ -24,9 +26,11 @@ FLOPS_PER_STEP = 10
 
 def _check(width: int, height: int, max_steps: int, box: Any = BOX) -> None:
     for name, value in (("width", width), ("height", height), ("max_steps", max_steps)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (2 if name != "max_steps"
-                                                                                           else 1):
-            raise ValueError(f"{name} must be an integer of at least {2 if name != 'max_steps' else 1}, got {value!r}")
+        least = 2 if name != "max_steps" else 1
+        if positive_int(name, value) < least:
+            raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+    # The array version keeps about six float64 arrays of the image (c, z, their squares, the counts).
+    fits_in_memory(6 * 8 * width * height, f"a {width:,} x {height:,} image")
     try:
         x0, x1, y0, y1 = (float(v) for v in box)
     except (TypeError, ValueError):
@@ -95,6 +99,8 @@ def mandelbrot_gpu(width: int, height: int, box: tuple[float, ...] = BOX, max_st
 
 def flops(counts: Any) -> float:
     """FLOPs an image took: FLOPS_PER_STEP for every step of every pixel."""
+    if not hasattr(counts, "sum") or not hasattr(counts, "dtype") or np.dtype(counts.dtype).kind not in "iuf":
+        raise ValueError(f"counts must be an array of escape steps (from mandelbrot_array), got {counts!r:.40}")
     return float(FLOPS_PER_STEP * int(counts.sum()))
 
 

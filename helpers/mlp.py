@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .backend import array_module
-from .validate import positive_int
+from .validate import finite, positive_int
 from .validate import seed as valid_seed
 
 #: The parameters of the network, in the order Keras' `get_weights()` lists them: kernel, bias, kernel, bias.
@@ -129,7 +129,7 @@ def batch_order(n_samples: int, batch_size: int, epochs: int, seed: int = 0) -> 
     if batch_size > n_samples:
         raise ValueError(f"batch_size {batch_size:,} is larger than the {n_samples:,} training samples")
     steps = n_samples // batch_size
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(valid_seed(seed))
     return np.stack([rng.permutation(n_samples)[:steps * batch_size].reshape(steps, batch_size)
                      for _ in range(epochs)]).astype(np.int32)
 
@@ -225,8 +225,8 @@ def _check_compute_dtype(compute_dtype: str) -> None:
 
 
 def _check_lr(lr: Any) -> float:
-    if isinstance(lr, bool) or not isinstance(lr, Real) or not np.isfinite(lr) or lr <= 0:
-        raise ValueError(f"the learning rate lr must be a positive number, got {lr!r}")
+    if not finite(lr) or lr <= 0:
+        raise ValueError(f"the learning rate lr must be a positive number, got {lr!r:.40}")
     return float(lr)
 
 

@@ -114,11 +114,15 @@ def _labelled(timings: Timings, allow_empty: bool = False) -> list[tuple[str, Ti
         pairs = [(str(k), t) for k, t in timings.items()]
     elif isinstance(timings, Timing):
         pairs = [(timings.label, timings)]
-    else:
+    elif isinstance(timings, Iterable) and not isinstance(timings, str | bytes):
         pairs = [(getattr(t, "label", ""), t) for t in timings]
+    else:
+        raise TypeError(f"timings must be Timing results from helpers.benchmark() (a Comparison, a dict label -> "
+                        f"Timing, or a list); got {type(timings).__name__}")
     for label, t in pairs:
         if not isinstance(t, Timing):
-            raise TypeError(f"expected Timing results from helpers.benchmark(); {label!r} is {type(t).__name__}")
+            raise TypeError(f"timings must be Timing results from helpers.benchmark(); {label!r} is "
+                            f"{type(t).__name__}")
     if not pairs and not allow_empty:
         raise ValueError("no timings to plot: pass a Comparison, a dict label -> Timing, or a list of Timing")
     seen: dict[str, int] = {}

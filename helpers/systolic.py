@@ -274,6 +274,9 @@ def shape_problem(shape: object, at_least: tuple[int, int], size: int = MXU_SIZE
     if (not isinstance(shape, (tuple, list)) or len(shape) != 2
             or not all(isinstance(s, Integral) and not isinstance(s, bool) and s > 0 for s in shape)):
         return f"give two positive integers (rows, columns) of the weight matrix; got {shape!r}"
+    if (not isinstance(at_least, (tuple, list)) or len(at_least) != 2
+            or not all(isinstance(s, Integral) and not isinstance(s, bool) and s > 0 for s in at_least)):
+        raise ValueError(f"at_least must be two positive integers (rows, columns), got {at_least!r:.40}")
     (k, n), (k_min, n_min) = shape, at_least
     if k < k_min or n < n_min:
         return f"{k} x {n} is smaller than the layer's {k_min} x {n_min}: pad up with zeros, never cut"

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import mlp
-from .backend import array_module, backends, to_backend, to_numpy
+from .backend import array_module, backends, check_name, to_backend, to_numpy
 from .specs import LAUNCH_SECONDS
 from .timing import NoisyTimingWarning, Timing, benchmark, crossover, format_seconds
 from .validate import positive_int
@@ -158,7 +158,7 @@ class Run:
 
 def device_name(backend: str) -> str:
     """Where a backend's arrays live, in words: 'CPU', 'GPU: Tesla T4', 'TPU v5 lite'."""
-    status = backends()[backend]
+    status = backends()[check_name(backend)]
     if backend == "cupy":
         return status.detail.split(" (")[0]
     if backend == "jax" and status.device_kind != "cpu":

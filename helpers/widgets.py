@@ -15,7 +15,6 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
-from IPython.display import display
 
 from . import plots, workloads
 from .backend import NAMES
@@ -34,6 +33,11 @@ LOOPS_PROBE_N: dict[str, int] = {"matmul": 32, "axpby": 20_000}
 #: The time ∝ n^k guide drawn in the running chart: what the operation's FLOP count grows as.
 SLOPES: dict[str, tuple[int, ...]] = {"matmul": (3,), "axpby": (1,)}
 LOOPS_LABEL = "python (loops)"
+
+
+def _display_data(fig: Any) -> dict[str, Any]:
+    """A plotly figure as one display_data output, in the bundle `display(fig)` would send (the current renderer)."""
+    return {"output_type": "display_data", "data": fig._repr_mimebundle_(), "metadata": {}}
 
 
 def _backend_label(backend: str) -> str:
@@ -167,10 +171,12 @@ class Explorer(widgets.VBox):
                                   x_title=self.workload.size_meaning)
             figures.append(chart.update_layout(height=380))
         self.figures = tuple(figures)
-        with self.plot_output:
-            self.plot_output.clear_output(wait=True)
-            for fig in figures:
-                display(fig)
+        # Replace the Output widget's outputs in one state update rather than `with self.plot_output: display()`.
+        # Captured display messages make a client that mimics Output widgets (nbclient, so `notebooks execute`
+        # and the notebook tests) echo the widget's state back on the shell channel while it waits there for the
+        # cell's execute_reply; that send can swallow the reply's wake-up, and the run then stalls until the cell
+        # timeout (300 s) before carrying on as if nothing happened.
+        self.plot_output.outputs = tuple(_display_data(fig) for fig in figures)
 
 
 def explorer(

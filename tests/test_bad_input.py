@@ -23,7 +23,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import helpers as h
-from helpers import checks, cuda, lessons, mlp, plots, specs, systolic, threads, timing, training, workloads
+from helpers import (
+    checks,
+    cuda,
+    lessons,
+    mandelbrot,
+    mlp,
+    plots,
+    sharding,
+    specs,
+    systolic,
+    threads,
+    timing,
+    training,
+    workloads,
+)
 
 HELPERS = str(Path(h.__file__).resolve().parent)
 T4 = specs.get("NVIDIA T4")
@@ -89,6 +103,24 @@ PUBLIC = [
     Public(systolic.simulate, {"a": np.ones((2, 3)), "b": np.ones((3, 2))}),
     Public(threads.default_thread_counts, {"most": 4}),
     Public(checks.check_value, {"got": 1.0, "expected": 1.0, "what": "x"}),
+    Public(timing.time_without_sync, {"fn": float, "repeats": 3, "max_time": 2.0}, {"fn": "time_without_sync"}),
+    Public(plots.speedup_bars, {"timings": {"a": _timing(), "b": _timing()}}),
+    Public(plots.gflops_bars, {"timings": {"a": _timing(), "b": _timing()}}),
+    Public(plots.roofline, {"device": T4, "timings": {"a": _timing()}, "dtype": "float32"}),
+    Public(plots.attainable, {"device": T4, "intensity": 4.0, "dtype": "float32"}),
+    Public(mlp.batch_order, {"n_samples": 100, "batch_size": 8, "epochs": 2, "seed": 0}),
+    Public(mandelbrot.mandelbrot_loops, {"width": 8, "height": 6, "max_steps": 20}),
+    Public(mandelbrot.mandelbrot_array, {"width": 8, "height": 6, "max_steps": 20}),
+    Public(mandelbrot.flops, {"counts": np.ones((2, 2))}),
+    Public(systolic.shape_problem, {"shape": (256, 384), "at_least": (200, 300)}),
+    Public(sharding.collectives, {"hlo_text": "all-reduce(x)"}, {"hlo_text": "collectives"}),
+    Public(training.trainer, {"kind": "numpy", "lr": 0.1, "compute_dtype": "float32"},
+           {"kind": "trainer kind", "lr": "learning rate lr"}),
+    Public(training.device_name, {"backend": "numpy"}),
+    Public(cuda.show, {"source_or_file": "vector_add.cu"}, {"source_or_file": "show"}),
+    Public(cuda.Elementwise, {"in_params": "float32 x", "out_params": "float32 y", "operation": "y = x",
+                              "name": "copy"}),
+    Public(lessons.arithmetic_units, {"devices": ("NVIDIA T4",)}),
 ]
 
 BAD = st.sampled_from([None, "7", "", -1, 0, -2.5, math.nan, math.inf, -math.inf, True, 10**30, 2**2000, [], [1, 2],

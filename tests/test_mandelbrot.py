@@ -33,7 +33,7 @@ def test_flops_count_every_step() -> None:
 
 @pytest.mark.parametrize(("width", "height", "steps"), [(1, 10, 5), (10, 0, 5), (10, 10, 0), (2.5, 10, 5)])
 def test_bad_sizes_are_refused(width, height, steps) -> None:
-    with pytest.raises(ValueError, match="must be an integer of at least"):
+    with pytest.raises(ValueError, match="must be (a positive|an) integer"):
         mb.mandelbrot_loops(width, height, max_steps=steps)
 
 
