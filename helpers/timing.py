@@ -41,19 +41,28 @@ class NoisyTimingWarning(UserWarning):
     """The samples of a benchmark varied a lot: something else was probably using the machine."""
 
 
+def _measured(name: str, value: Any) -> float | None:
+    """A quantity to format: None when there is none (None, NaN, infinity); a ValueError for a negative or
+    non-numeric one."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"{name} must be a number, got {type(value).__name__} {value!r:.40}")
+    if not finite(value):
+        return None
+    if value < 0:
+        raise ValueError(f"{name} must be zero or more, got {value!r}")
+    return float(value)
+
+
 def format_seconds(seconds: float) -> str:
     """A duration with a unit that keeps 3 significant digits: '812 ns', '4.20 ms', '1.50 s', '2.1 h'.
 
     None, NaN or infinity (no measurement) give '-'; a negative or non-numeric duration is a ValueError.
     """
+    seconds = _measured("seconds", seconds)
     if seconds is None:
         return "-"
-    if isinstance(seconds, bool) or not isinstance(seconds, Real):
-        raise ValueError(f"seconds must be a number, got {type(seconds).__name__} {seconds!r:.40}")
-    if not finite(seconds):
-        return "-"
-    if seconds < 0:
-        raise ValueError(f"seconds must be zero or more (a duration), got {seconds!r}")
     for unit, scale in (("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3)):
         if seconds < scale * 1000:
             return f"{seconds / scale:.3g} {unit}"
@@ -70,14 +79,9 @@ def format_seconds(seconds: float) -> str:
 
 def format_fraction(fraction: float | None) -> str:
     """A fraction of peak as a percentage with enough digits to be non-zero: '87.3%', '0.0134%'."""
+    fraction = _measured("fraction", fraction)
     if fraction is None:
         return "-"
-    if isinstance(fraction, bool) or not isinstance(fraction, Real):
-        raise ValueError(f"fraction must be a number, got {type(fraction).__name__} {fraction!r:.40}")
-    if not finite(fraction):
-        return "-"
-    if fraction < 0:
-        raise ValueError(f"fraction must be zero or more, got {fraction!r}")
     if fraction == 0 or fraction >= 0.001:
         return f"{fraction:.1%}"
     return f"{fraction * 100:.3g}%"
