@@ -46,6 +46,12 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 #: Cell metadata that changes on every run or every Colab view: dropped so diffs stay quiet.
 VOLATILE_CELL_METADATA = ("execution", "executionInfo", "outputId", "colab")
 ROLES = ("header", "setup")  # the tags (and fixed cell ids) of cells 0 and 1
+#: Environment of every kernel this module starts. glibc gives a process up to 8 malloc arenas per core and
+#: keeps what XLA's threads free in them: re-running chapter 04 in one kernel grew it by 30-100 MB a run, all of
+#: it free memory held by 16 arenas. Two arenas hold it flat and leave the timings as they were. The limit is
+#: read once, before the kernel's own threads start, so it must be in the environment (README, binder/start
+#: and environment.yml set it for learners' kernels too); other C libraries ignore it.
+KERNEL_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 SETUP_TEMPLATE = """\
 # On Colab only: install this series' helpers (once) and let ipywidgets render; elsewhere this cell does nothing.
@@ -88,15 +94,17 @@ class _OneKernel(KernelSpecManager):
     spec: KernelSpec | None = None
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return self.spec or KernelSpec(resource_dir=RESOURCES, **get_kernel_dict())
+        return self.spec or KernelSpec(resource_dir=RESOURCES, env=dict(KERNEL_ENV), **get_kernel_dict())
 
 
 def kernel_spec(python: str, env: dict[str, str] | None = None, startup: Sequence[str] = ()) -> KernelSpec:
     """An ipykernel run by another interpreter `python` (which must have ipykernel), with extra environment
-    variables and lines of code run before the first cell (as a hosted kernel such as Colab's imports its own)."""
+    variables (over KERNEL_ENV) and lines of code run before the first cell (as a hosted kernel such as Colab's
+    imports its own)."""
     argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     argv += [f"--IPKernelApp.exec_lines={line}" for line in startup]
-    return KernelSpec(argv=argv, env=env or {}, display_name=f"Python ({python})", language="python")
+    return KernelSpec(argv=argv, env={**KERNEL_ENV, **(env or {})}, display_name=f"Python ({python})",
+                      language="python")
 
 
 def _runtime(chapter: project.Chapter) -> tuple[str, str, str] | None:
