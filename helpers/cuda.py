@@ -26,7 +26,7 @@ import numpy as np
 
 from . import nvrtc, specs
 from .backend import backends
-from .validate import positive_int
+from .validate import finite, positive_int
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
@@ -66,7 +66,11 @@ def show(source_or_file: str) -> Any:
 
 def _archs(archs: str | Sequence[str]) -> tuple[str, ...]:
     """('sm_75',) for 'sm_75': one architecture may be given as a plain string."""
-    return (archs,) if isinstance(archs, str) else tuple(archs)
+    if isinstance(archs, str):
+        return (archs,)
+    if not isinstance(archs, Sequence) or not archs or not all(isinstance(a, str) for a in archs):
+        raise ValueError(f"archs must be an architecture such as 'sm_75' or a list of them, got {archs!r:.40}")
+    return tuple(archs)
 
 
 def compile_report(source: str, name: str, archs: str | Sequence[str] = nvrtc.TARGET_ARCHS) -> list[nvrtc.Compiled]:
@@ -380,12 +384,21 @@ class GPU:
         from .plots import predict_time
 
         launches = positive_int("launches", launches)
+        if not finite(copies) or copies < 0:
+            raise ValueError(f"copies (bytes over the host link) must be a finite number, zero or more, got "
+                             f"{copies!r:.40}")
         return (predict_time(self.spec, flops, bytes, dtype) + launches * specs.LAUNCH_SECONDS[0]
                 + copies / self.host_link()[0])
 
     def predict_cupy_axpby(self, n: int, copies: float = 0.0) -> float:
-        """Roofline seconds for alpha * x + beta * y (n elements) as CuPy runs it: three kernels, 7 numbers each."""
+        """Roofline seconds for alpha * x + beta * y (n elements) as CuPy runs it: three kernels, 7 numbers each.
+
+        A size whose arrays (x, y, two temporaries and z, float32) would not fit in the GPU's memory is refused.
+        """
         n = positive_int("n", n)
+        if 5 * 4 * n > self.spec.memory_bytes:
+            raise ValueError(f"n = {n:,} does not fit on the {self.spec.name}: CuPy's axpby holds five float32 arrays "
+                             f"of n ({5 * 4 * n / 1e9:,.1f} GB), the card has {self.spec.memory_bytes / 1e9:,.0f} GB")
         return self.predict_seconds(3 * n, CUPY_AXPBY_NUMBERS * 4 * n, copies=copies, launches=CUPY_AXPBY_KERNELS)
 
 

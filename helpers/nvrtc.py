@@ -167,7 +167,7 @@ def supported_archs() -> tuple[str, ...]:
 def check_arch(arch: str) -> str:
     """`arch` if this NVRTC compiles for it; a ValueError listing what it accepts otherwise."""
     if not isinstance(arch, str) or not re.fullmatch(r"sm_\d+[a-z]?", arch):
-        raise ValueError(f"arch must look like 'sm_75' (T4) or 'sm_90' (H100); got {arch!r}")
+        raise ValueError(f"archs: each arch must look like 'sm_75' (T4) or 'sm_90' (H100); got {arch!r}")
     accepted = supported_archs()
     if arch.rstrip("abcdefghijklmnopqrstuvwxyz") not in accepted:
         raise ValueError(f"NVRTC {version()} cannot compile for {arch}; it accepts {', '.join(accepted)}")
@@ -181,7 +181,10 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
     `name` is the file name NVRTC puts in front of each message (`name:12: error: ...`).
     """
     if not isinstance(source, str) or not source.strip():
-        raise ValueError(f"source must be a non-empty string of CUDA C; got {type(source).__name__}")
+        raise ValueError(f"source must be a non-empty string of CUDA C to compile; got {type(source).__name__}")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a file name such as 'kernel.cu' (NVRTC puts it in its messages); got "
+                         f"{name!r:.40}")
     lib = _lib()
     check_arch(arch)
     program = ctypes.c_void_p()

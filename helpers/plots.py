@@ -24,7 +24,7 @@ from . import specs
 from .cpu import CPUInfo
 from .hardware import Hardware, Peak, where_we_run
 from .timing import Comparison, Timing, format_fraction, format_seconds
-from .validate import finite
+from .validate import finite, positive_number
 
 # --------------------------------------------------------------------------------------------------------------
 # Renderer: figures must show offline (Binder, a laptop on a train), so never a CDN-loading renderer.
@@ -423,9 +423,7 @@ def roofs(device: Device) -> Roofs:
 
 def attainable(device: Device, intensity: float, dtype: str = "float32") -> float:
     """FLOP/s the roofline model allows at `intensity` FLOP/byte on `device`: min(peak, intensity x bandwidth)."""
-    if isinstance(intensity, bool) or not isinstance(intensity, Real) or not intensity > 0:
-        raise ValueError(f"intensity (FLOP per byte) must be a positive number, got {intensity!r}")
-    return roofs(device).attainable(float(intensity), dtype)
+    return roofs(device).attainable(positive_number("intensity (FLOP per byte)", intensity), dtype)
 
 
 def predict_time(spec_or_peak: Device, flops: float, bytes: float, dtype: str = "float32") -> float:  # noqa: A002

@@ -121,6 +121,9 @@ PUBLIC = [
     Public(cuda.Elementwise, {"in_params": "float32 x", "out_params": "float32 y", "operation": "y = x",
                               "name": "copy"}),
     Public(lessons.arithmetic_units, {"devices": ("NVIDIA T4",)}),
+    Public(cuda.gpu().predict_cupy_axpby, {"n": 1000, "copies": 0.0}),
+    Public(cuda.compile_report, {"source": "extern \"C\" __global__ void k() {}", "name": "k.cu", "archs": "sm_75"},
+           {"source": "compile"}),
 ]
 
 BAD = st.sampled_from([None, "7", "", -1, 0, -2.5, math.nan, math.inf, -math.inf, True, 10**30, 2**2000, [], [1, 2],
@@ -168,6 +171,7 @@ def test_one_bad_argument_gets_a_result_or_a_clear_error_from_the_helpers(public
     (lambda: h.compare(None), "compare() needs several Timing results"),
     (lambda: workloads.make_inputs("matmul", 10**7), "needs 1,200,000.00 GB of memory"),
     (lambda: threads.thread_sweep(np.negative, threads="12"), "threads must be a list of thread counts"),
+    (lambda: cuda.gpu().predict_cupy_axpby(10**12), "does not fit on the NVIDIA T4"),
 ])
 def test_what_learners_typed_gets_one_clear_line(call: Callable[[], Any], message: str) -> None:
     with pytest.raises((ValueError, TypeError, KeyError, FileNotFoundError)) as caught:
