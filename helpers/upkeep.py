@@ -72,10 +72,10 @@ if "google.colab" in sys.modules:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", requirement], check=True)
         importlib.invalidate_caches()
         series = importlib.metadata.distribution({distribution})
-    ours = Path(series.locate_file("helpers/__init__.py")).resolve()
+    ours = Path(series.locate_file("helpers/__init__.py")).resolve()  # absent for an editable install: no check
     found = importlib.util.find_spec("helpers")
     where = found.origin if found else None
-    if where is None or Path(where).resolve() != ours:
+    if ours.exists() and (where is None or Path(where).resolve() != ours):
         raise ImportError(f"'import helpers' would load {{where}}, not this series' helpers ({{ours}}): rename that "
                           "file or folder, then Runtime > Restart session and run this notebook again.")
     output.enable_custom_widget_manager()"""

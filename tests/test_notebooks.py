@@ -221,6 +221,12 @@ def test_setup_cell_on_colab_installs_once_and_enables_widgets(installed: bool,
     assert "loops-to-tpus[nvrtc] @ git+" in project.pip_requirement(), "Colab's CPU and TPU runtimes need NVRTC"
 
 
+def test_setup_cell_trusts_an_editable_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pip install -e` leaves no helpers/ where the distribution's files would be: nothing to compare."""
+    monkeypatch.setattr(_Distribution, "locate_file", lambda self, path: tmp_path / "site-packages" / path)
+    assert _run_setup_on_colab(monkeypatch, installed=True) == ["widgets"]
+
+
 def test_setup_cell_refuses_a_learners_own_helpers_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "helpers.py").write_text("x = 1\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
