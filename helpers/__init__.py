@@ -11,17 +11,18 @@ from .backend import BackendUnavailable, array_module, backends, sync, to_backen
 from .claims import claim
 from .hardware import hardware
 from .notice import accelerator_backend
-from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
+from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds, set_timing_budget
 
 __all__ = [
     "BackendUnavailable", "NoisyTimingWarning", "Timing", "accelerator_backend", "array_module", "backends",
-    "benchmark", "claim", "compare", "format_fraction", "format_seconds", "hardware", "sync", "to_backend", "to_numpy",
+    "benchmark", "claim", "compare", "format_fraction", "format_seconds", "hardware", "set_timing_budget", "sync",
+    "to_backend", "to_numpy",
 ]
 
 #: Submodules reachable as `h.<name>` without importing them up front: plotly and ipywidgets are slow to
 #: import (seconds on a small machine) and the command line never needs them.
 _LAZY = ("checks", "cuda", "grid", "kernel_checks", "lessons", "mandelbrot", "mlp", "nvrtc", "plots", "project",
-         "sharding", "specs", "systolic", "threads", "training", "widgets", "workloads")
+         "roofline", "sharding", "specs", "systolic", "threads", "training", "widgets", "workloads")
 
 
 def __getattr__(name: str) -> object:

@@ -260,7 +260,7 @@ class Report:
         """
         import plotly.graph_objects as go
 
-        from .plots import TEMPLATE, colour
+        from .style import TEMPLATE, colour
 
         with_loops = any(r.backend == "loops" for r in self.results)
         values = [r.speedup if with_loops else r.timing.gflops for r in self.results]

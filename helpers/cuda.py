@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import nvrtc, specs
+from . import nvrtc, roofline, specs
 from .backend import backends
 from .validate import finite, positive_int
 
@@ -376,19 +376,18 @@ class GPU:
 
     def host_link(self) -> tuple[float, str]:
         """(bytes/s, source) of the PCIe link between this GPU and the host."""
-        return specs.host_link(self.spec.name) or specs.HOST_LINKS[specs.REFERENCE_GPU]
+        return roofline.host_link(self.spec)
 
     def predict_seconds(self, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
                         copies: float = 0.0, launches: int = 1) -> float:
-        """Roofline time on this GPU, plus the floor of each kernel launch, plus `copies` bytes over the host link."""
-        from .plots import predict_time
-
-        launches = positive_int("launches", launches)
+        """Seconds for `launches` CuPy calls doing this work, timed back to back as h.benchmark times them,
+        plus `copies` bytes over the host link (helpers.roofline: the one model)."""
+        seconds = roofline.predict_seconds(self.spec, flops=flops, bytes=bytes, dtype=dtype,
+                                           calls=positive_int("launches", launches), call="cupy", timed="pipelined")
         if not finite(copies) or copies < 0:
             raise ValueError(f"copies (bytes over the host link) must be a finite number, zero or more, got "
                              f"{copies!r:.40}")
-        return (predict_time(self.spec, flops, bytes, dtype) + launches * specs.LAUNCH_SECONDS[0]
-                + copies / self.host_link()[0])
+        return seconds + (roofline.predict_copy_seconds(self.spec, copies) if copies else 0.0)
 
     def predict_cupy_axpby(self, n: int, copies: float = 0.0) -> float:
         """Roofline seconds for alpha * x + beta * y (n elements) as CuPy runs it: three kernels, 7 numbers each.

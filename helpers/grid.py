@@ -197,7 +197,7 @@ class Launch:
         """
         import plotly.graph_objects as go
 
-        from .plots import OTHER_COLOURS, TEMPLATE
+        from .style import OTHER_COLOURS, TEMPLATE
 
         array = array or (self.written() or list(self.arrays))[0]
         self._known(array)

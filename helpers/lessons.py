@@ -135,7 +135,7 @@ def peaks_figure(cpu: CPUInfo | None = None, devices: Sequence[str] = REFERENCE_
     """Bars of peak TFLOP/s on a log axis: this CPU (estimated here) beside published accelerator peaks."""
     import plotly.graph_objects as go
 
-    from .plots import BACKEND_COLOURS, TEMPLATE
+    from .style import BACKEND_COLOURS, TEMPLATE
 
     cpu = cpu or cpu_info()
     labels, values, notes, colours = [], [], [], []

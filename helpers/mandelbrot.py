@@ -109,7 +109,7 @@ def figure(counts: Any, title: str = "Mandelbrot set: escape steps per pixel") -
     import plotly.graph_objects as go
 
     from .backend import to_numpy
-    from .plots import TEMPLATE
+    from .style import TEMPLATE
 
     counts = to_numpy(counts)
     height, width = counts.shape

@@ -9,96 +9,17 @@ markers so they can never be mistaken for measurements.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from html import escape
 from numbers import Real
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 
-from . import specs
-from .cpu import CPUInfo
-from .hardware import Hardware, Peak, where_we_run
+from .roofline import Device, roofs
+from .style import BACKEND_COLOURS, PREDICTION_COLOUR, REFERENCE_COLOUR, ROOF_COLOUR, colour, figure
 from .timing import Comparison, Timing, format_fraction, format_seconds
-from .validate import finite, positive_number
-
-# --------------------------------------------------------------------------------------------------------------
-# Renderer: figures must show offline (Binder, a laptop on a train), so never a CDN-loading renderer.
-
-
-def use_offline_renderer() -> str:
-    """Pick a plotly renderer that needs no network, unless the user chose one with PLOTLY_RENDERER; returns it."""
-    if os.environ.get("PLOTLY_RENDERER"):
-        return pio.renderers.default  # plotly already applied the user's explicit choice at import: keep it
-    if where_we_run() == "Colab":
-        # Colab's front end has no renderer for plotly's own mimetype: a figure shown that way is an empty
-        # cell. The 'colab' renderer emits self-contained HTML that Colab can display (Colab is online anyway).
-        pio.renderers.default = "colab"
-    else:
-        # JupyterLab, Notebook 7 and VS Code render this mimetype with the plotly.js bundled in their
-        # extension: no CDN, and the notebook stays small (the 'notebook' renderer embeds 4 MB of JS per file).
-        pio.renderers.default = "plotly_mimetype"
-    return pio.renderers.default
-
-
-use_offline_renderer()
-
-# --------------------------------------------------------------------------------------------------------------
-# Styling, defined once.
-
-#: One colour per backend in every figure of the series (Okabe-Ito, readable by colour-blind learners).
-BACKEND_COLOURS: dict[str, str] = {
-    "python": "#E69F00",  # orange: Python loops
-    "numpy": "#0072B2",  # blue
-    "jax": "#009E73",  # green
-    "cupy": "#CC79A7",  # purple
-}
-#: Aliases learners use as labels for the same backends.
-_ALIASES = {"loops": "python", "python loops": "python", "np": "numpy", "jnp": "jax", "cp": "cupy"}
-OTHER_COLOURS = ("#56B4E9", "#D55E00", "#F0E442", "#000000", "#999999")
-ROOF_COLOUR = "#333333"
-PREDICTION_COLOUR = "#D55E00"
-REFERENCE_COLOUR = "#8C8C8C"
-
-_AXIS = dict(showgrid=True, gridcolor="#E6E6E6", zeroline=False, showline=True, linecolor="#444444", ticks="outside",
-             mirror=False, title=dict(standoff=8))
-TEMPLATE = go.layout.Template(
-    layout=dict(
-        font=dict(family="Helvetica Neue, Helvetica, Arial, sans-serif", size=14, color="#222222"),
-        title=dict(font=dict(size=17), x=0.02, xanchor="left"),
-        paper_bgcolor="white", plot_bgcolor="white",
-        colorway=list(BACKEND_COLOURS.values()) + list(OTHER_COLOURS),
-        xaxis=_AXIS, yaxis=_AXIS,
-        legend=dict(bgcolor="rgba(255,255,255,0.85)", bordercolor="#DDDDDD", borderwidth=1, font=dict(size=12)),
-        hoverlabel=dict(font=dict(size=13), bgcolor="white"),
-        margin=dict(l=70, r=30, t=60, b=60),
-    )
-)
-pio.templates["loops_to_tpus"] = TEMPLATE  # registered by name for learners' own figures; never made the default
-
-
-def colour(name: str | None) -> str:
-    """The series colour of a backend ('numpy', 'loops', ...) or of a label that names one ('numpy float32')."""
-    key = (name or "").strip().lower()
-    key = _ALIASES.get(key, key)
-    if key in BACKEND_COLOURS:
-        return BACKEND_COLOURS[key]
-    for word in key.replace("(", " ").replace(")", " ").replace(",", " ").split():
-        word = _ALIASES.get(word, word)
-        if word in BACKEND_COLOURS:
-            return BACKEND_COLOURS[word]
-    return OTHER_COLOURS[sum(map(ord, key)) % len(OTHER_COLOURS)]
-
-
-def _figure(title: str | None, height: int = 460) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(template=TEMPLATE, title=dict(text=title) if title else None, height=height)
-    return fig
-
 
 # --------------------------------------------------------------------------------------------------------------
 # Input normalisation.
@@ -184,7 +105,7 @@ def speedup_bars(timings: Timings, horizontal: bool = True, title: str | None = 
         text=text, textposition="outside", cliponaxis=False, name="speed-up",
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
     )
-    fig = _figure(title or f"Speed-up over {base_label} (median times)", height=max(300, 80 + 60 * len(pairs)))
+    fig = figure(title or f"Speed-up over {base_label} (median times)", height=max(300, 80 + 60 * len(pairs)))
     fig.add_trace(bar)
     lo, hi = _log_range([*speedups, 1.0], pad=0)
     # Bars on a log axis start at the axis edge: start it half a decade below the slowest, so the baseline
@@ -213,7 +134,7 @@ def gflops_bars(timings: Timings, title: str | None = None) -> go.Figure:
         text.append(f"{t.gflops:,.3g} GFLOP/s{frac}")
     hover = ["<br>".join([f"<b>{escape(label)}</b> [{escape(t.backend)}, {escape(t.dtype or '?')}]",
                           f"median {format_seconds(t.median)}", *_rate_lines(t)]) for label, t in pairs]
-    fig = _figure(title or "Achieved GFLOP/s (median time)", height=380)
+    fig = figure(title or "Achieved GFLOP/s (median time)", height=380)
     fig.add_trace(go.Bar(x=[label for label, _ in pairs], y=values, text=text, textposition="outside",
                          cliponaxis=False, marker=dict(color=[colour(t.backend) for _, t in pairs]),
                          hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="GFLOP/s"))
@@ -280,7 +201,7 @@ def scaling(
     points = {str(label): _series_points(str(label), data) for label, data in series.items()}
     if anchor is not None and anchor not in points:
         raise ValueError(f"anchor {anchor!r} is not a series; series: {', '.join(points)}")
-    fig = _figure(title or "Time against problem size (log-log)")
+    fig = figure(title or "Time against problem size (log-log)")
     for label, (sizes, seconds, timings) in points.items():
         backend = timings[0].backend if timings else label
         error_y = None
@@ -330,109 +251,7 @@ def scaling(
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Roofline model.
-
-
-@dataclass(frozen=True)
-class Roof:
-    """One compute roof: its dtype, FLOP/s, and where the number comes from."""
-
-    dtype: str  # "float32", "bfloat16", ... ("" for a Peak, which is already for one dtype)
-    flops: float  # FLOP/s
-    origin: str  # "estimated", "measured" or "published"
-    source: str
-
-
-@dataclass(frozen=True)
-class Roofs:
-    """A device's roofline: one memory-bandwidth roof and one or more compute roofs (highest first)."""
-
-    device: str
-    bandwidth: float  # bytes/s
-    bandwidth_origin: str
-    bandwidth_source: str
-    compute: tuple[Roof, ...]
-    kind: str  # "cpu", "gpu", "tpu" or "" when unknown
-
-    @property
-    def dtypes(self) -> list[str]:
-        """The dtypes with a compute roof."""
-        return [r.dtype for r in self.compute]
-
-    def roof(self, dtype: str | None = None) -> Roof:
-        """The compute roof for `dtype` (None: the highest); a ValueError listing the dtypes on file otherwise."""
-        if dtype is None or (len(self.compute) == 1 and not self.compute[0].dtype):
-            return self.compute[0]
-        for r in self.compute:
-            if r.dtype == dtype:
-                return r
-        if self.kind == "tpu" and dtype in ("float16", "float32", "float64"):  # as hardware.peak(): JAX runs float
-            # matmuls on a TPU through the bf16 MXUs
-            return self.compute[0]
-        raise ValueError(f"dtype {dtype!r}: {self.device} has no such roof on file; available: "
-                         f"{', '.join(self.dtypes)}")
-
-    def ridge(self, dtype: str | None = None) -> float:
-        """FLOP per byte where the compute roof meets the bandwidth roof: below it, memory limits speed."""
-        return self.roof(dtype).flops / self.bandwidth
-
-    def attainable(self, intensity: float, dtype: str | None = None) -> float:
-        """FLOP/s the roofline allows at `intensity` FLOP/byte: min(peak, intensity x bandwidth)."""
-        return min(self.roof(dtype).flops, intensity * self.bandwidth)
-
-
-Device = CPUInfo | Hardware | specs.DeviceSpec | Peak | str
-
-
-def _origin(source: str) -> str:
-    lowered = source.lower()
-    for origin in ("estimated", "measured", "published"):
-        if lowered.startswith(origin):
-            return origin
-    return ""
-
-
-def roofs(device: Device) -> Roofs:
-    """The roofs of a CPUInfo (or Hardware: its CPU), a published DeviceSpec (or its name), or a Peak."""
-    if isinstance(device, Hardware):
-        device = device.cpu
-    if isinstance(device, str):
-        device = specs.get(device)
-    if isinstance(device, CPUInfo):
-        bw = float(device.peak_bandwidth.value)
-        compute = (Roof("float32", device.peak_fp32, "estimated", f"estimated: {device.formula()}"),
-                   Roof("float64", device.peak_fp64, "estimated", "estimated: half the fp32 SIMD lanes"))
-        return Roofs(f"CPU: {device.model}", bw, _origin(device.peak_bandwidth.source) or "measured",
-                     device.peak_bandwidth.source, compute, "cpu")
-    if isinstance(device, specs.DeviceSpec):
-        src = f"published: {device.source}"
-        compute = tuple(Roof(d, v, "published", src)
-                        for d, v in sorted(device.peak_flops.items(), key=lambda kv: -kv[1]))
-        return Roofs(device.name, float(device.peak_bandwidth), "published", src, compute, device.kind)
-    if isinstance(device, Peak):
-        if not device.flops or not device.bandwidth:
-            raise ValueError(f"no roofline for {device.device}: {device.source}")
-        cpu = device.device.startswith("CPU")
-        bw_origin = "measured" if cpu else _origin(device.source)
-        bw_source = "measured here (see hardware())" if cpu else device.source
-        return Roofs(device.device, float(device.bandwidth), bw_origin, bw_source,
-                     (Roof("", float(device.flops), _origin(device.source), device.source),), "cpu" if cpu else "")
-    raise TypeError("the device for a roofline must be a CPUInfo, Hardware, specs.DeviceSpec, Peak or spec name; "
-                    f"got {type(device).__name__}")
-
-
-def attainable(device: Device, intensity: float, dtype: str = "float32") -> float:
-    """FLOP/s the roofline model allows at `intensity` FLOP/byte on `device`: min(peak, intensity x bandwidth)."""
-    return roofs(device).attainable(positive_number("intensity (FLOP per byte)", intensity), dtype)
-
-
-def predict_time(spec_or_peak: Device, flops: float, bytes: float, dtype: str = "float32") -> float:  # noqa: A002
-    """Seconds the roofline model predicts: max(flops / peak FLOP/s, bytes / bandwidth); the slower side wins."""
-    for name, value in (("flops", flops), ("bytes", bytes)):
-        if not finite(value) or value < 0:
-            raise ValueError(f"{name} must be a finite number, zero or more, got {value!r:.40}")
-    r = roofs(spec_or_peak)
-    return max(float(flops) / r.roof(dtype).flops, float(bytes) / r.bandwidth)
+# Rooflines.
 
 
 def _label_positions(points: Sequence[tuple[float, float]]) -> list[str]:
@@ -482,7 +301,7 @@ def roofline(
     on the roof as hollow markers: what the model predicts, never a measurement.
     """
     r = roofs(device)
-    r.roof(dtype)  # a dtype the device has no roof for is refused here, as predict_time refuses it
+    r.roof(dtype)  # a dtype the device has no roof for is refused here, as every prediction refuses it
     pairs = _labelled(timings, allow_empty=True)
     for label, t in pairs:
         if t.intensity is None:
@@ -502,7 +321,7 @@ def roofline(
     x_lo, x_hi = min(xs_known) / 30, max(xs_known) * 30
     published = r.bandwidth_origin == "published" and all(c.origin == "published" for c in r.compute)
     default_title = f"Roofline of {r.device}" + (" (published spec)" if published else "")
-    fig = _figure(title or default_title, height=560 + 18 * len(r.compute))
+    fig = figure(title or default_title, height=560 + 18 * len(r.compute))
 
     # Memory roof: the slanted line, up to the highest ridge (beyond it every compute roof is lower).
     bw_x = np.array([x_lo, max(ridges)])
@@ -603,7 +422,7 @@ def gflops_by_size(
     """
     if not isinstance(measured, Mapping):
         raise TypeError("gflops_by_size() needs a dict: label -> list of Timing (each with n= and flops=)")
-    fig = _figure(title or "GFLOP/s against size", height=520)
+    fig = figure(title or "GFLOP/s against size", height=520)
     values: list[float] = []
     sizes_seen: set[float] = set()
     for i, (label, timings) in enumerate(measured.items()):
@@ -652,105 +471,4 @@ def gflops_by_size(
     return fig
 
 
-# --------------------------------------------------------------------------------------------------------------
-# The systolic array, cycle by cycle.
-
-
-def _cell_outlines(xs: Iterable[float], ys: Iterable[float], half: float = 0.45) -> tuple[list, list]:
-    """One polygon per cell centre, separated by None: a single trace draws them all."""
-    px: list[float | None] = []
-    py: list[float | None] = []
-    for x, y in zip(xs, ys, strict=True):
-        px += [x - half, x + half, x + half, x - half, x - half, None]
-        py += [y - half, y - half, y + half, y + half, y - half, None]
-    return px, py
-
-
-def systolic_animation(a: Any, b: Any, title: str | None = None, frame_ms: int = 800) -> go.Figure:
-    """Plotly animation of `h.systolic.simulate(a, b)` cycle by cycle: play/pause buttons and a cycle slider.
-
-    Weights sit still in the grid (grey), activations of A (orange) enter from the left with a skew and move
-    right, partial sums (blue, Σ) move down, and finished outputs of C land in the accumulators below.
-    PEs that did a useful multiply-accumulate in a cycle are shaded. Keep matrices small (4 x 4 reads best).
-    """
-    from . import systolic
-
-    shots = systolic.history(a, b)
-    first = shots[0]
-    m, n = first.product.shape
-    k = first.weights.shape[0]
-    activation_colour, psum_colour, weight_colour = BACKEND_COLOURS["python"], BACKEND_COLOURS["numpy"], "#777777"
-    pe_x, pe_y = np.meshgrid(np.arange(n), -np.arange(k))
-    pe_x, pe_y = pe_x.ravel().astype(float), pe_y.ravel().astype(float)
-    out_top = -k - 0.6  # the accumulators sit under the grid, row m of C at out_top - m
-    acc_x, acc_y = np.meshgrid(np.arange(n), out_top - np.arange(m))
-    acc_x, acc_y = acc_x.ravel().astype(float), acc_y.ravel().astype(float)
-
-    def fmt(v: Any) -> str:
-        return f"{v:g}" if isinstance(v, float) else str(v)
-
-    def dynamic(s: Any) -> list[go.Scatter]:
-        live = s.activation_row.ravel() >= 0
-        ax, ay = _cell_outlines(pe_x[live], pe_y[live])
-        rows, cols = np.nonzero(s.waiting)  # A[row, col] waits to enter grid row col at cycle row + col
-        queue_x = -(rows + cols - s.cycle + 1.0)
-        done = s.arrived.ravel()
-        return [
-            go.Scatter(x=ax, y=ay, fill="toself", fillcolor="rgba(0,158,115,0.18)", mode="lines",
-                       line=dict(width=0), hoverinfo="skip", name="did a multiply-add this cycle"),
-            go.Scatter(x=pe_x[live] - 0.2, y=pe_y[live] + 0.12, mode="text", hoverinfo="skip", name="activation",
-                       text=[fmt(v) for v in s.activation.ravel()[live]],
-                       textfont=dict(color=activation_colour, size=15)),
-            go.Scatter(x=pe_x[live] + 0.05, y=pe_y[live] - 0.2, mode="text", hoverinfo="skip", name="partial sum",
-                       text=[f"Σ{fmt(v)}" for v in s.psum.ravel()[live]], textfont=dict(color=psum_colour, size=13)),
-            go.Scatter(x=queue_x, y=-cols.astype(float), mode="text", hoverinfo="skip", name="A, waiting",
-                       text=[fmt(v) for v in np.asarray(a)[rows, cols]], textfont=dict(color=activation_colour,
-                                                                                       size=15)),
-            go.Scatter(x=acc_x[done], y=acc_y[done], mode="text", hoverinfo="skip", name="C, arrived",
-                       text=[fmt(v) for v in s.product.ravel()[done]], textfont=dict(color=psum_colour, size=15)),
-        ]
-
-    outline_x, outline_y = _cell_outlines(np.concatenate([pe_x, acc_x]), np.concatenate([pe_y, acc_y]))
-    static = [
-        go.Scatter(x=outline_x, y=outline_y, mode="lines", line=dict(color="#BBBBBB", width=1), hoverinfo="skip",
-                   name="cells"),
-        go.Scatter(x=pe_x + 0.22, y=pe_y + 0.3, mode="text", text=[f"w{fmt(v)}" for v in first.weights.ravel()],
-                   textfont=dict(color=weight_colour, size=11), hoverinfo="skip", name="weight (stays)"),
-    ]
-    moving = list(range(len(static), len(static) + len(dynamic(first))))
-    fig = _figure(title or f"A weight-stationary systolic array: ({m} x {k}) @ ({k} x {n}), "
-                           f"{len(shots) - 1} cycles", height=int(90 + 62 * (k + m + 1.5)))
-    for trace in static + dynamic(first):
-        fig.add_trace(trace)
-    fig.frames = [go.Frame(name=str(s.cycle), data=dynamic(s), traces=moving) for s in shots]
-    left = -(m + k - 1.0) - 0.6
-    fig.add_annotation(x=(left - 1) / 2, y=0.85, text="A enters from the left, skewed", showarrow=False,
-                       font=dict(color=activation_colour, size=12))
-    fig.add_annotation(x=(n - 1) / 2, y=0.85, text="weights w of B stay; sums Σ move down", showarrow=False,
-                       font=dict(color=weight_colour, size=12))
-    fig.add_annotation(x=(n - 1) / 2, y=out_top + 0.75, text="accumulators: C = A @ B", showarrow=False,
-                       font=dict(color=psum_colour, size=12))
-    animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
-    fig.update_layout(
-        showlegend=False, margin=dict(l=20, r=20, t=60, b=20),
-        xaxis=dict(visible=False, range=[left, n - 0.4]),
-        yaxis=dict(visible=False, range=[out_top - m + 0.4, 1.2], scaleanchor="x"),
-        updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top",
-                          pad=dict(t=10, r=10), showactive=False, buttons=[
-                              dict(label="▶ play", method="animate",
-                                   args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
-                                                    transition=dict(duration=0))]),
-                              dict(label="❚❚ pause", method="animate", args=[[None], animate])])],
-        sliders=[dict(active=0, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=10),
-                      currentvalue=dict(prefix="after cycle ", font=dict(size=14)),
-                      steps=[dict(label=str(s.cycle), method="animate", args=[[str(s.cycle)], animate])
-                             for s in shots])],
-    )
-    return fig
-
-
-__all__ = [
-    "BACKEND_COLOURS", "TEMPLATE", "Roof", "Roofs", "attainable", "colour", "gflops_bars", "gflops_by_size",
-    "power_label", "predict_time", "roofline", "roofs", "scaling", "speedup_bars", "systolic_animation",
-    "use_offline_renderer",
-]
+__all__ = ["gflops_bars", "gflops_by_size", "power_label", "roofline", "scaling", "speedup_bars"]

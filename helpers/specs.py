@@ -143,22 +143,26 @@ def get(name: str) -> DeviceSpec:
     return spec
 
 
-#: The host <-> device link of each accelerator as learners meet it: bytes/s one way, and the source. Every copy
-#: between NumPy (host memory) and the chip crosses it, at a small fraction of the device memory's bandwidth.
+#: The host <-> device link of each accelerator: bytes/s one way, and the source. Every copy between NumPy (host
+#: memory) and the chip crosses it, at a small fraction of the device memory's bandwidth. Published measurements
+#: (pinned host memory, CUDA's bandwidthTest or nvbandwidth) vary with the host: the figure is within them.
 HOST_LINKS: dict[str, tuple[float, str]] = {
-    "NVIDIA T4": (12 * GIGA, "PCIe Gen3 x16: about 12 GB/s measured on T4 hosts"),
-    "NVIDIA L4": (25 * GIGA, "PCIe Gen4 x16: about 25 GB/s measured (on A100 hosts)"),
-    "NVIDIA A100 40GB": (25 * GIGA, "PCIe Gen4 x16: about 25 GB/s measured"),
-    "NVIDIA A100 80GB": (25 * GIGA, "PCIe Gen4 x16: about 25 GB/s measured"),
-    "NVIDIA H100 SXM": (63 * GIGA, "PCIe Gen5 x16: 63 GB/s per direction, theoretical"),
-    "NVIDIA H200": (63 * GIGA, "PCIe Gen5 x16: 63 GB/s per direction, theoretical"),
-    "TPU v5e": (15 * GIGA, "host link: about 15 GB/s per chip"),
+    "NVIDIA T4": (11 * GIGA, "PCIe Gen3 x16: measured 9.7 GB/s to and 11.1 GB/s from a T4 (bandwidthTest, pinned, "
+                             "https://github.com/router-gao/cuda-demo/blob/main/cuda-samples/02-cuda-bandwidth.md)"),
+    "NVIDIA L4": (20 * GIGA, "PCIe Gen4 x16: assumed as on A100 hosts; no published L4 measurement was found"),
+    "NVIDIA A100 40GB": (20 * GIGA, "PCIe Gen4 x16: measured 12.3 to 26.3 GB/s on different hosts "
+                                    "(https://github.com/router-gao/cuda-demo, https://github.com/jdh4/della-gpu-A100, "
+                                    "https://github.com/Azure/AI-benchmarking-guide)"),
+    "NVIDIA A100 80GB": (20 * GIGA, "PCIe Gen4 x16: measured 12.3 to 26.3 GB/s on different hosts "
+                                    "(https://github.com/router-gao/cuda-demo, https://github.com/jdh4/della-gpu-A100, "
+                                    "https://github.com/Azure/AI-benchmarking-guide)"),
+    "NVIDIA H100 SXM": (45 * GIGA, "PCIe Gen5 x16: measured 35.2 to 52.8 GB/s (nvbandwidth, "
+                                   "https://github.com/NVIDIA/nvbandwidth/issues/24, "
+                                   "https://github.com/Azure/AI-benchmarking-guide)"),
+    "NVIDIA H200": (45 * GIGA, "PCIe Gen5 x16: assumed as for the H100; no published H200 measurement was found"),
+    "TPU v5e": (15 * GIGA, "published spec, 1.5e10 to 1.6e10 bytes/s of PCIe per chip (https://github.com/jax-ml/"
+                           "scaling-book); no published v5e measurement was found"),
 }
-
-#: The fixed cost of one GPU call from Python (CuPy launch and dispatch), a floor under every call's time:
-#: the low end of the 10 to 50 µs the CuPy and JAX documentation give.
-LAUNCH_SECONDS = (10e-6, "a CuPy call costs roughly 10 to 50 µs of launch and dispatch (CuPy and JAX docs); "
-                         "the low end")
 
 
 def host_link(name: str) -> tuple[float, str] | None:

@@ -40,14 +40,17 @@ next tile while computing the current one: "double buffering", Jouppi et al., IS
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from numbers import Integral
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from .validate import positive_int
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 #: The MXU of a TPU v5e (and v2 to v5p) is a 128 x 128 systolic array; v6e's is 256 x 256.
 MXU_SIZE = 128
@@ -205,7 +208,7 @@ def simulate(a: object, b: object, grid: int | tuple[int, int] | None = None) ->
 def history(a: object, b: object) -> list[Snapshot]:
     """Every cycle of `simulate(a, b)` on a K x N grid (one pass), from before the first cycle to the last.
 
-    For the animation (`h.plots.systolic_animation`); sides up to HISTORY_LIMIT.
+    For the animation (`animation`); sides up to HISTORY_LIMIT.
     """
     a, b = _operands(a, b)
     (m, k), n = a.shape, b.shape[1]
@@ -292,6 +295,105 @@ def shape_problem(shape: object, at_least: tuple[int, int], size: int = MXU_SIZE
 def _check_sizes(**sizes: object) -> None:
     for name, value in sizes.items():
         positive_int(name, value, "a matrix dimension")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The animation: the simulation above, cycle by cycle.
+
+
+def _cell_outlines(xs: Iterable[float], ys: Iterable[float], half: float = 0.45) -> tuple[list, list]:
+    """One polygon per cell centre, separated by None: a single trace draws them all."""
+    px: list[float | None] = []
+    py: list[float | None] = []
+    for x, y in zip(xs, ys, strict=True):
+        px += [x - half, x + half, x + half, x - half, x - half, None]
+        py += [y - half, y - half, y + half, y + half, y - half, None]
+    return px, py
+
+
+def animation(a: Any, b: Any, title: str | None = None, frame_ms: int = 800) -> go.Figure:
+    """Plotly animation of `simulate(a, b)` cycle by cycle: play/pause buttons and a cycle slider.
+
+    Weights sit still in the grid (grey), activations of A (orange) enter from the left with a skew and move
+    right, partial sums (blue, Σ) move down, and finished outputs of C land in the accumulators below.
+    PEs that did a useful multiply-accumulate in a cycle are shaded. Keep matrices small (4 x 4 reads best).
+    """
+    import plotly.graph_objects as go
+
+    from .style import BACKEND_COLOURS, figure
+
+    shots = history(a, b)
+    first = shots[0]
+    m, n = first.product.shape
+    k = first.weights.shape[0]
+    activation_colour, psum_colour, weight_colour = BACKEND_COLOURS["python"], BACKEND_COLOURS["numpy"], "#777777"
+    pe_x, pe_y = np.meshgrid(np.arange(n), -np.arange(k))
+    pe_x, pe_y = pe_x.ravel().astype(float), pe_y.ravel().astype(float)
+    out_top = -k - 0.6  # the accumulators sit under the grid, row m of C at out_top - m
+    acc_x, acc_y = np.meshgrid(np.arange(n), out_top - np.arange(m))
+    acc_x, acc_y = acc_x.ravel().astype(float), acc_y.ravel().astype(float)
+
+    def fmt(v: Any) -> str:
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    def dynamic(s: Any) -> list[go.Scatter]:
+        live = s.activation_row.ravel() >= 0
+        ax, ay = _cell_outlines(pe_x[live], pe_y[live])
+        rows, cols = np.nonzero(s.waiting)  # A[row, col] waits to enter grid row col at cycle row + col
+        queue_x = -(rows + cols - s.cycle + 1.0)
+        done = s.arrived.ravel()
+        return [
+            go.Scatter(x=ax, y=ay, fill="toself", fillcolor="rgba(0,158,115,0.18)", mode="lines",
+                       line=dict(width=0), hoverinfo="skip", name="did a multiply-add this cycle"),
+            go.Scatter(x=pe_x[live] - 0.2, y=pe_y[live] + 0.12, mode="text", hoverinfo="skip", name="activation",
+                       text=[fmt(v) for v in s.activation.ravel()[live]],
+                       textfont=dict(color=activation_colour, size=15)),
+            go.Scatter(x=pe_x[live] + 0.05, y=pe_y[live] - 0.2, mode="text", hoverinfo="skip", name="partial sum",
+                       text=[f"Σ{fmt(v)}" for v in s.psum.ravel()[live]], textfont=dict(color=psum_colour, size=13)),
+            go.Scatter(x=queue_x, y=-cols.astype(float), mode="text", hoverinfo="skip", name="A, waiting",
+                       text=[fmt(v) for v in np.asarray(a)[rows, cols]], textfont=dict(color=activation_colour,
+                                                                                       size=15)),
+            go.Scatter(x=acc_x[done], y=acc_y[done], mode="text", hoverinfo="skip", name="C, arrived",
+                       text=[fmt(v) for v in s.product.ravel()[done]], textfont=dict(color=psum_colour, size=15)),
+        ]
+
+    outline_x, outline_y = _cell_outlines(np.concatenate([pe_x, acc_x]), np.concatenate([pe_y, acc_y]))
+    static = [
+        go.Scatter(x=outline_x, y=outline_y, mode="lines", line=dict(color="#BBBBBB", width=1), hoverinfo="skip",
+                   name="cells"),
+        go.Scatter(x=pe_x + 0.22, y=pe_y + 0.3, mode="text", text=[f"w{fmt(v)}" for v in first.weights.ravel()],
+                   textfont=dict(color=weight_colour, size=11), hoverinfo="skip", name="weight (stays)"),
+    ]
+    moving = list(range(len(static), len(static) + len(dynamic(first))))
+    fig = figure(title or f"A weight-stationary systolic array: ({m} x {k}) @ ({k} x {n}), "
+                           f"{len(shots) - 1} cycles", height=int(90 + 62 * (k + m + 1.5)))
+    for trace in static + dynamic(first):
+        fig.add_trace(trace)
+    fig.frames = [go.Frame(name=str(s.cycle), data=dynamic(s), traces=moving) for s in shots]
+    left = -(m + k - 1.0) - 0.6
+    fig.add_annotation(x=(left - 1) / 2, y=0.85, text="A enters from the left, skewed", showarrow=False,
+                       font=dict(color=activation_colour, size=12))
+    fig.add_annotation(x=(n - 1) / 2, y=0.85, text="weights w of B stay; sums Σ move down", showarrow=False,
+                       font=dict(color=weight_colour, size=12))
+    fig.add_annotation(x=(n - 1) / 2, y=out_top + 0.75, text="accumulators: C = A @ B", showarrow=False,
+                       font=dict(color=psum_colour, size=12))
+    animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
+    fig.update_layout(
+        showlegend=False, margin=dict(l=20, r=20, t=60, b=20),
+        xaxis=dict(visible=False, range=[left, n - 0.4]),
+        yaxis=dict(visible=False, range=[out_top - m + 0.4, 1.2], scaleanchor="x"),
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top",
+                          pad=dict(t=10, r=10), showactive=False, buttons=[
+                              dict(label="▶ play", method="animate",
+                                   args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
+                                                    transition=dict(duration=0))]),
+                              dict(label="❚❚ pause", method="animate", args=[[None], animate])])],
+        sliders=[dict(active=0, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=10),
+                      currentvalue=dict(prefix="after cycle ", font=dict(size=14)),
+                      steps=[dict(label=str(s.cycle), method="animate", args=[[str(s.cycle)], animate])
+                             for s in shots])],
+    )
+    return fig
 
 
 __all__ = ["HISTORY_LIMIT", "MXU_SIZE", "Simulation", "Snapshot", "cycle_count", "fill", "history", "passes",

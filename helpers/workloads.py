@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .backend import array_module, check_name, require_usable, to_backend
-from .timing import Timing, benchmark
+from .timing import Timing, benchmark, timing_budget
 from .validate import fits_in_memory, positive_int
 from .validate import seed as valid_seed
 
@@ -165,7 +165,8 @@ def precision(backend: str, dtype: str) -> Iterator[None]:
         yield
 
 
-def measure(op: str, backend: str, n: int, dtype: str = "float32", budget: float = 0.5, **options: Any) -> Timing:
+def measure(op: str, backend: str, n: int, dtype: str = "float32", budget: float | None = None,
+            **options: Any) -> Timing:
     """Time `op` at size n on `backend`: inputs made on the device first, FLOPs and bytes counted.
 
     Python loops always work in float64 (Python's float). `options` go to `benchmark` (label, max_time, ...).
@@ -173,6 +174,7 @@ def measure(op: str, backend: str, n: int, dtype: str = "float32", budget: float
     work = get(op)
     dtype = "float64" if backend == "python" else dtype
     options.setdefault("label", f"{op} {backend}")
+    budget = timing_budget() if budget is None else budget
     options.setdefault("max_time", max(10.0, 3 * budget))
     with precision(backend, dtype):
         args = make_inputs(op, n, dtype, backend)

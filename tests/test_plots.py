@@ -1,4 +1,4 @@
-"""helpers.plots: roofline arithmetic, predictions, and what the figures contain (built from fixed Timings)."""
+"""helpers.plots: what the figures contain (built from fixed Timings); the model itself is tested in test_roofline."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from helpers import plots, specs
+from helpers import plots, specs, style
 from helpers.cpu import CPUInfo, Sourced
 from helpers.hardware import Peak
 from helpers.timing import Timing, compare
@@ -42,49 +42,6 @@ def trace(fig: go.Figure, prefix: str) -> go.Scatter:
     found = [t for t in fig.data if t.name and t.name.startswith(prefix)]
     assert len(found) == 1, [t.name for t in fig.data]
     return found[0]
-
-
-# --- roofline model -------------------------------------------------------------------------------------------
-
-
-def test_attainable_below_and_above_the_ridge(cpu):
-    assert plots.roofs(cpu).ridge("float32") == pytest.approx(8.0)
-    assert plots.roofs(cpu).ridge("float64") == pytest.approx(4.0)
-    assert plots.attainable(cpu, 1.0) == pytest.approx(20e9)  # memory-bound: intensity x bandwidth
-    assert plots.attainable(cpu, 4.0) == pytest.approx(80e9)
-    assert plots.attainable(cpu, 8.0) == pytest.approx(160e9)  # the ridge
-    assert plots.attainable(cpu, 100.0) == pytest.approx(160e9)  # compute-bound: the peak
-    assert plots.attainable(cpu, 2.0, "float64") == pytest.approx(40e9)
-    assert plots.attainable(cpu, 100.0, "float64") == pytest.approx(80e9)
-    assert plots.attainable(T4, 0.25) == pytest.approx(80e9)
-    assert plots.attainable(T4, 1000.0, "float16") == pytest.approx(65e12)
-
-
-def test_predict_time_against_hand_computed_t4_numbers():
-    n = 4096
-    matmul_flops, matmul_bytes = 2 * n**3, 3 * n * n * 4  # 137,438,953,472 FLOP; 201,326,592 bytes
-    # compute side 137438953472 / 8.1e12 = 0.016968 s beats memory side 201326592 / 320e9 = 0.000629 s
-    assert plots.predict_time(T4, matmul_flops, matmul_bytes) == pytest.approx(0.0169677720, rel=1e-8)
-    # fp16 tensor cores: 137438953472 / 65e12 = 0.0021144 s
-    assert plots.predict_time(T4, matmul_flops, 3 * n * n * 2, dtype="float16") == pytest.approx(0.00211444544,
-                                                                                                 rel=1e-8)
-    # axpby on 1e8 fp32 elements: 3e8 FLOP / 8.1e12 = 37 µs, but 1.2e9 bytes / 320e9 = 3.75 ms: memory-bound
-    assert plots.predict_time(T4, 3e8, 1.2e9) == pytest.approx(3.75e-3)
-    assert plots.predict_time("T4", 3e8, 1.2e9) == plots.predict_time(T4, 3e8, 1.2e9)
-    assert plots.predict_time(Peak("x", 1e12, 1e11, "published: x"), 1e12, 1e9) == pytest.approx(1.0)
-    assert plots.predict_time(specs.get("TPU v5e"), 197e12, 0) == pytest.approx(1.0)  # float32 runs on bf16 MXUs
-    assert plots.predict_time(T4, 0, 0) == 0.0
-
-
-def test_predict_time_rejects_what_it_cannot_know():
-    with pytest.raises(ValueError, match="dtype 'float64': NVIDIA T4 has no such roof on file; available: float16"):
-        plots.predict_time(T4, 1e9, 1e9, dtype="float64")
-    with pytest.raises(ValueError, match="must be a finite number, zero or more"):
-        plots.predict_time(T4, -1, 1e9)
-    with pytest.raises(ValueError, match="no roofline"):
-        plots.predict_time(Peak("GPU", None, None, "no published peaks on file for GPU"), 1, 1)
-    with pytest.raises(TypeError):
-        plots.predict_time(3.0, 1, 1)
 
 
 # --- roofline figure ------------------------------------------------------------------------------------------
@@ -176,7 +133,7 @@ def test_speedup_bars_values_are_baseline_over_each_median():
         assert fig.layout.xaxis.type == "log"
     assert bar.text[1].startswith("2,000x") and "1 ms" in bar.text[1]
     assert bar.text[0].startswith("1x")
-    assert list(bar.marker.color) == [plots.BACKEND_COLOURS[b] for b in ("python", "numpy", "jax")]
+    assert list(bar.marker.color) == [style.BACKEND_COLOURS[b] for b in ("python", "numpy", "jax")]
     assert "GFLOP/s" in bar.hovertext[1] and "of peak" in bar.hovertext[1]
     assert "of peak" not in bar.hovertext[2]  # no peak known: no fraction claimed
     vertical = plots.speedup_bars([loops, numpy], horizontal=False)
@@ -222,8 +179,8 @@ def test_scaling_reference_slopes_go_through_the_anchor():
         assert y1 == pytest.approx(numpy[-1].median)  # through the largest-n point of the first series
         assert ref.line.dash and label in ref.text
     assert trace(fig, "∝ n (reference)").x[0] == 16 and trace(fig, "∝ n³ (reference)").x[0] > 16
-    assert trace(fig, "numpy").line.color == plots.BACKEND_COLOURS["numpy"]
-    assert trace(fig, "loops").line.color == plots.BACKEND_COLOURS["python"]
+    assert trace(fig, "numpy").line.color == style.BACKEND_COLOURS["numpy"]
+    assert trace(fig, "loops").line.color == style.BACKEND_COLOURS["python"]
 
 
 def test_scaling_errors():
@@ -239,9 +196,9 @@ def test_scaling_errors():
 
 def test_power_label_and_colours():
     assert [plots.power_label(k) for k in (1, 2, 3, 1.5)] == ["∝ n", "∝ n²", "∝ n³", "∝ n^1.5"]
-    assert plots.colour("loops") == plots.colour("python") == plots.BACKEND_COLOURS["python"]
-    assert plots.colour("numpy, float64") == plots.BACKEND_COLOURS["numpy"]
-    assert plots.colour("something else") == plots.colour("something else")
+    assert style.colour("loops") == style.colour("python") == style.BACKEND_COLOURS["python"]
+    assert style.colour("numpy, float64") == style.BACKEND_COLOURS["numpy"]
+    assert style.colour("something else") == style.colour("something else")
 
 
 # --- renderer -------------------------------------------------------------------------------------------------
@@ -258,12 +215,12 @@ def test_offline_renderer_by_default_colab_in_colab_and_user_choice_kept(monkeyp
     monkeypatch.delenv("PLOTLY_RENDERER", raising=False)
     monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
     monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    assert plots.use_offline_renderer() == "plotly_mimetype"
+    assert style.use_offline_renderer() == "plotly_mimetype"
     monkeypatch.setitem(sys.modules, "google.colab", object())
-    assert plots.use_offline_renderer() == "colab"
+    assert style.use_offline_renderer() == "colab"
     pio.renderers.default = "json"
     monkeypatch.setenv("PLOTLY_RENDERER", "json")
-    assert plots.use_offline_renderer() == "json"
+    assert style.use_offline_renderer() == "json"
     assert "connected" not in pio.renderers.default
 
 
@@ -289,8 +246,8 @@ def test_gflops_by_size_keeps_predictions_apart_from_measurements():
     assert list(got.y) == pytest.approx([50.0, 50.0])  # GFLOP/s, sorted by size
     predicted = trace(fig, "TPU v5e")
     assert predicted.name == "TPU v5e bf16 (predicted)" and predicted.marker.symbol == "circle-open"
-    assert list(predicted.y) == pytest.approx([20e3, 40e3]) and predicted.line.color == plots.PREDICTION_COLOUR
-    assert got.line.color != plots.PREDICTION_COLOUR
+    assert list(predicted.y) == pytest.approx([20e3, 40e3]) and predicted.line.color == style.PREDICTION_COLOUR
+    assert got.line.color != style.PREDICTION_COLOUR
     assert list(trace(fig, "CPU peak").y) == pytest.approx([160.0, 160.0])
     assert list(fig.layout.xaxis.tickvals) == [128, 256]
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import plots, systolic
+from helpers import systolic
 
 RNG = np.random.default_rng(1234)
 SHAPES = [(1, 1, 1), (1, 5, 1), (5, 1, 1), (1, 1, 5), (1, 6, 4), (6, 4, 1), (4, 4, 4), (3, 7, 2), (8, 3, 5),
@@ -149,7 +149,7 @@ def test_shape_problem(shape: object, wrong: str | None) -> None:
 
 def test_animation_has_a_frame_per_cycle_a_slider_and_play_pause() -> None:
     a, b = ints(4, 4, low=0, high=5), ints(4, 4, low=0, high=5)
-    fig = plots.systolic_animation(a, b)
+    fig = systolic.animation(a, b)
     cycles = systolic.simulate(a, b).cycles
     assert len(fig.frames) == cycles + 1  # before the first cycle, then one per cycle
     steps = fig.layout.sliders[0].steps

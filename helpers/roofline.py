@@ -1,0 +1,339 @@
+"""The series' performance model: how long work should take on a device, from its roofs and the cost of each call.
+
+    device time = max(FLOPs / (compute roof x efficiency), bytes / (bandwidth x efficiency)) + kernels x kernel floor
+    one call    = host overhead + device time        (synced: the caller waits for every call)
+                = max(host overhead, device time)    (pipelined: calls queue up, one wait at the end)
+
+Every constant below says where it comes from. `docs/predictions.md` sets the model beside every published
+end-to-end measurement on file (`docs/research/published-measurements.json`); a test keeps each ratio within 2x.
+This module is infrastructure: plots and chapter modules import it, it imports no chapter module and no plots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import specs
+from .cpu import BLAS_BEST_EFFICIENCY, CPUInfo
+from .hardware import Hardware, Peak
+from .validate import finite, positive_int
+
+#: What a roofline or a prediction can be made for: this machine's CPU, a published spec (or its name), or a Peak.
+Device = CPUInfo | Hardware | specs.DeviceSpec | Peak | str
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Roofs.
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One compute roof: its dtype, FLOP/s, and where the number comes from."""
+
+    dtype: str  # "float32", "bfloat16", ... ("" for a Peak, which is already for one dtype)
+    flops: float  # FLOP/s
+    origin: str  # "estimated", "measured" or "published"
+    source: str
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """A device's roofline: one memory-bandwidth roof and one or more compute roofs (highest first)."""
+
+    device: str
+    bandwidth: float  # bytes/s
+    bandwidth_origin: str
+    bandwidth_source: str
+    compute: tuple[Roof, ...]
+    kind: str  # "cpu", "gpu", "tpu" or "" when unknown
+
+    @property
+    def dtypes(self) -> list[str]:
+        """The dtypes with a compute roof."""
+        return [r.dtype for r in self.compute]
+
+    def roof(self, dtype: str | None = None) -> Roof:
+        """The compute roof for `dtype` (None: the highest); a ValueError listing the dtypes on file otherwise."""
+        if dtype is None or (len(self.compute) == 1 and not self.compute[0].dtype):
+            return self.compute[0]
+        for r in self.compute:
+            if r.dtype == dtype:
+                return r
+        if self.kind == "tpu" and dtype in ("float16", "float32", "float64"):  # as hardware.peak(): JAX runs float
+            # matmuls on a TPU through the bf16 MXUs
+            return self.compute[0]
+        raise ValueError(f"dtype {dtype!r}: {self.device} has no such roof on file; available: "
+                         f"{', '.join(self.dtypes)}")
+
+    def ridge(self, dtype: str | None = None) -> float:
+        """FLOP per byte where the compute roof meets the bandwidth roof: below it, memory limits speed."""
+        return self.roof(dtype).flops / self.bandwidth
+
+    def attainable(self, intensity: float, dtype: str | None = None) -> float:
+        """FLOP/s the roofline allows at `intensity` FLOP/byte: min(peak, intensity x bandwidth)."""
+        return min(self.roof(dtype).flops, intensity * self.bandwidth)
+
+
+def _origin(source: str) -> str:
+    lowered = source.lower()
+    for origin in ("estimated", "measured", "published"):
+        if lowered.startswith(origin):
+            return origin
+    return ""
+
+
+def _spec(device: str) -> specs.DeviceSpec:
+    """The published spec called `device`; a ValueError naming the known devices otherwise."""
+    if not isinstance(device, str) or not device.strip():
+        raise TypeError(f"device must be a spec name or object, got {device!r:.60}")
+    spec = specs.lookup(device)
+    if spec is None:
+        raise ValueError(f"no published specs for {device!r}; known devices: {', '.join(s.name for s in specs.ALL)}")
+    return spec
+
+
+def roofs(device: Device) -> Roofs:
+    """The roofs of a CPUInfo (or Hardware: its CPU), a published DeviceSpec (or its name), or a Peak."""
+    if isinstance(device, Hardware):
+        device = device.cpu
+    if isinstance(device, str):
+        device = _spec(device)
+    if isinstance(device, CPUInfo):
+        bw = float(device.peak_bandwidth.value)
+        compute = [Roof("float32", device.peak_fp32, "estimated", f"estimated: {device.formula()}"),
+                   Roof("float64", device.peak_fp64, "estimated", "estimated: half the fp32 SIMD lanes")]
+        bf16 = device.peak_flops("bfloat16")
+        if bf16:
+            compute.append(Roof("bfloat16", bf16, "estimated", f"estimated: {device.sources().get('bf16', '')}"))
+        return Roofs(f"CPU: {device.model}", bw, _origin(device.peak_bandwidth.source) or "measured",
+                     device.peak_bandwidth.source, tuple(sorted(compute, key=lambda r: -r.flops)), "cpu")
+    if isinstance(device, specs.DeviceSpec):
+        src = f"published: {device.source}"
+        compute = tuple(Roof(d, v, "published", src)
+                        for d, v in sorted(device.peak_flops.items(), key=lambda kv: -kv[1]))
+        return Roofs(device.name, float(device.peak_bandwidth), "published", src, compute, device.kind)
+    if isinstance(device, Peak):
+        if not device.flops or not device.bandwidth:
+            raise ValueError(f"no roofline for {device.device}: {device.source}")
+        cpu = device.device.startswith("CPU")
+        bw_origin = "measured" if cpu else _origin(device.source)
+        bw_source = "measured here (see hardware())" if cpu else device.source
+        return Roofs(device.device, float(device.bandwidth), bw_origin, bw_source,
+                     (Roof("", float(device.flops), _origin(device.source), device.source),), "cpu" if cpu else "")
+    raise TypeError("the device must be a CPUInfo, Hardware, specs.DeviceSpec, Peak or spec name (e.g. "
+                    f"{specs.REFERENCE_GPU!r}); got {type(device).__name__}")
+
+
+def attainable(device: Device, intensity: float, dtype: str = "float32") -> float:
+    """FLOP/s the roofline allows at `intensity` FLOP/byte on `device`: min(peak, intensity x bandwidth)."""
+    return roofs(device).attainable(_amount("intensity (FLOP per byte)", intensity, positive=True), dtype)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What the roofs leave out: the cost of a call, the fixed cost of a kernel, and how close real code gets.
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One constant of the model: its value, what it is, and where it comes from."""
+
+    value: float
+    what: str
+    source: str
+
+
+#: The host's cost of one call, by kind of call: the time before the device can start (and, synced, after it
+#: ends). "none" is for code whose call costs nothing worth counting (a NumPy call on large arrays).
+OVERHEADS: dict[str, Cost] = {
+    "none": Cost(0.0, "no per-call cost counted", "the model counts none"),
+    "cupy": Cost(10e-6, "one CuPy call from Python: argument checks, kernel cache lookup, launch",
+                 "CuPy's benchmark of cp.abs on 100 elements: 'CPU: 9.908 us' per call "
+                 "(https://github.com/cupy/cupy/pull/3298); PyTorch's eager calls cost 7.1 µs on an A100 "
+                 "(https://github.com/flagos-ai/FlagGems/issues/4558) and 7.29 µs on an H100 "
+                 "(https://github.com/pytorch/helion/pull/3009)"),
+    "jax_cpu": Cost(6.81e-6, "one call of a jitted JAX function on the CPU (dispatch)",
+                    "6.81 µs for a small jitted network on a MacBook CPU (https://github.com/jax-ml/jax/issues/5485)"),
+    "jax_gpu": Cost(6.81e-6 + 3e-6, "one call of a jitted JAX function on a GPU: dispatch plus one launch",
+                    "assumed: no published figure for JAX on a GPU was found; JAX's dispatch on a CPU, 6.81 µs "
+                    "(https://github.com/jax-ml/jax/issues/5485), plus a CUDA launch, 'about 3 microseconds' "
+                    "(https://forums.developer.nvidia.com/t/too-much-time-for-kernel-launch-latency/233645/3)"),
+    "jax_tpu": Cost(100e-6, "one synced call of a jitted JAX function on a TPU: dispatch, launch, and the wait",
+                    "fitted: JAX's TPU matmul guide times a 1024³ bf16 matmul on a v5e at 0.1194 ms end to end, "
+                    "of which the roofline at 95% of the peak is 0.0115 ms "
+                    "(https://github.com/jax-ml/jax/blob/main/docs/pallas/tpu/matmul.ipynb); no published figure "
+                    "separates dispatch from the wait, so pipelined calls on a TPU are predicted as synced ones"),
+}
+
+#: The device's fixed cost of one kernel, however small: a GPU must fill its SMs and drain them.
+KERNEL_FLOOR: dict[str, Cost] = {
+    "gpu": Cost(5.2e-6, "the least time one GPU kernel takes",
+                "XLA's published matmul table for sm_90 (H100) times a 256³ bf16 matmul at 6.45 TFLOP/s, 5.2 µs, of "
+                "which 0.05 µs is arithmetic at the peak (https://github.com/tensorflow/tensorflow/blob/master/third_party/"
+                "xla/xla/service/gpu/model/matmul_interpolator_data.h)"),
+}
+
+#: The fraction of the compute roof a large matmul reaches, by kind of device.
+MATMUL_EFFICIENCY: dict[str, Cost] = {
+    "gpu": Cost(0.75, "fraction of the published tensor-core or CUDA-core peak a large cuBLAS matmul reaches",
+                "between the published bests: H100 bf16 4096³ 788.72 of 989 TFLOP/s (80%), A100 fp16 8192³ 253.7 "
+                "of 312 (81%), T4 fp16 41.91 of 65 (64%), L4 fp16 53.02 of 121 (44%) "
+                "(https://github.com/zzc0721/torch-performance-test-data, "
+                "https://github.com/Azure/AI-benchmarking-guide); the T4 and L4 are power-limited cards"),
+    "tpu": Cost(0.95, "fraction of the bf16 MXU peak a large XLA matmul reaches",
+                "JAX's v5e timings: 16384³ in 46.953 ms, 95% of 197 TFLOP/s "
+                "(https://github.com/jax-ml/jax/blob/main/docs/pallas/tpu/sparse.ipynb)"),
+    "cpu": Cost(BLAS_BEST_EFFICIENCY, "fraction of the SIMD peak a tuned BLAS reaches",
+                "the rule the CPU peak is built on (helpers.cpu.BLAS_BEST_EFFICIENCY): OpenBLAS, MKL and "
+                "Accelerate top out at 85-92%"),
+}
+
+#: The fraction of the memory roof a large streaming kernel reaches, by kind of device.
+MEMORY_EFFICIENCY: dict[str, Cost] = {
+    "gpu": Cost(0.8, "fraction of the published memory bandwidth a large copy or elementwise kernel reaches",
+                "T4 copy_ 240 of 320 GB/s (75%, https://github.com/chsasank/device-benchmarks); A100 80GB "
+                "BabelStream Triad 1.70 of 2.039 TB/s (83%) and H100 2.97 of 3.35 TB/s (89%) "
+                "(https://github.com/Azure/AI-benchmarking-guide)"),
+    "tpu": Cost(0.8, "fraction of the published HBM bandwidth an elementwise kernel reaches",
+                "assumed as for GPUs: no published v5e bandwidth measurement was found"),
+    "cpu": Cost(1.0, "the CPU's bandwidth roof is itself a measured copy", "measured here (helpers.cpu)"),
+}
+
+#: The call a device's work is assumed to come from when none is named.
+DEFAULT_CALL = {"cpu": "none", "gpu": "cupy", "tpu": "jax_tpu", "": "none"}
+#: The call a jitted JAX function makes on each kind of device.
+JAX_CALL = {"cpu": "jax_cpu", "gpu": "jax_gpu", "tpu": "jax_tpu"}
+#: How a learner times calls: "synced" waits for each one, "pipelined" queues them and waits once at the end
+#: (h.benchmark, %timeit of an asynchronous call), "kernel" is device time alone (CUDA events, a profiler).
+TIMINGS = ("synced", "pipelined", "kernel")
+
+
+def _amount(name: str, value: object, positive: bool = False) -> float:
+    """A finite number of FLOPs, bytes or seconds, zero or more (positive: more than zero)."""
+    if isinstance(value, bool) or not finite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(f"{name} must be a finite number, {'more than zero' if positive else 'zero or more'}; "
+                         f"got {value!r:.40}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _choice(name: str, value: object, accepted: tuple[str, ...] | dict[str, object]) -> str:
+    if value not in accepted:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r:.40}")
+    return str(value)
+
+
+def _constant(table: dict[str, Cost], kind: str, default: float) -> float:
+    return table[kind].value if kind in table else default
+
+
+def roofline_seconds(device: Device, *, flops: float, bytes: float, dtype: str = "float32") -> float:  # noqa: A002
+    """What the roofline alone says: max(flops / peak, bytes / bandwidth); no efficiency, no cost of a call."""
+    r = roofs(device)
+    flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
+    return max(flops / r.roof(dtype).flops, nbytes / r.bandwidth)
+
+
+def device_seconds(device: Device, *, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
+                   kernels: int = 1, matmul: bool = False) -> float:
+    """Seconds the device itself is busy: the roofs at the efficiency real code reaches, plus each kernel's floor.
+
+    matmul: whether the arithmetic is a matrix product (its efficiency is MATMUL_EFFICIENCY); otherwise the
+    arithmetic is elementwise and the memory side is what decides.
+    """
+    r = roofs(device)
+    flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
+    kernels = positive_int("kernels", kernels)
+    compute = flops / (r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0))
+    memory = nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
+    return max(compute, memory) + kernels * _constant(KERNEL_FLOOR, r.kind, 0.0)
+
+
+def _calls(device: Device, call: str | None, timed: str) -> tuple[Roofs, float]:
+    r = roofs(device)
+    timed = _choice("timed", timed, TIMINGS)
+    chosen = DEFAULT_CALL.get(r.kind, "none") if call is None else _choice("call", call, OVERHEADS)
+    return r, 0.0 if timed == "kernel" else OVERHEADS[chosen].value
+
+
+def _combine(r: Roofs, overhead: float, device: float, timed: str) -> float:
+    if timed == "pipelined" and r.kind != "tpu":  # see OVERHEADS["jax_tpu"]: on a TPU, predicted as synced
+        return max(overhead, device)
+    return overhead + device
+
+
+def predict_seconds(device: Device, *, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
+                    calls: int = 1, call: str | None = None, kernels: int = 1, timed: str = "synced",
+                    matmul: bool = False) -> float:
+    """Seconds for work split over `calls` separate calls: device time plus each call's host overhead.
+
+    flops, bytes: the work of all the calls together. call: the kind of call (a key of OVERHEADS; None: the
+    device's usual one, DEFAULT_CALL). kernels: device kernels per call (XLA fuses a jitted step into a few).
+    timed: "synced", "pipelined" or "kernel" (TIMINGS).
+    """
+    calls = positive_int("calls", calls)
+    r, overhead = _calls(device, call, timed)
+    per_call = device_seconds(_resolved(device), flops=_amount("flops", flops) / calls,
+                              bytes=_amount("bytes", bytes) / calls, dtype=dtype, kernels=kernels, matmul=matmul)
+    return calls * _combine(r, overhead, per_call, timed)
+
+
+def _resolved(device: Device) -> Device:
+    """`device` itself, with a spec name looked up once."""
+    return _spec(device) if isinstance(device, str) else device
+
+
+#: The side of the matrix units XLA pads a TPU matmul to: 128 x 128 MXUs up to v5p, 256 x 256 on v6e.
+MXU_SIDE = {"TPU v6e": 256}
+DEFAULT_MXU_SIDE = 128
+
+
+def mxu_side(device: Device) -> int:
+    """The side of the device's matrix units (128, or 256 on a v6e); 1 for a device that pads nothing."""
+    r = roofs(device)
+    return MXU_SIDE.get(r.device, DEFAULT_MXU_SIDE) if r.kind == "tpu" else 1
+
+
+def padded(size: int, side: int) -> int:
+    """`size` rounded up to a multiple of `side`: the rows and columns a matrix unit really computes."""
+    return -(-positive_int("size", size) // positive_int("side", side)) * side
+
+
+def predict_matmul_seconds(device: Device, m: int, k: int, n: int, dtype: str = "bfloat16", *,
+                           timed: str = "synced") -> float:
+    """One call of a jitted (m, k) @ (k, n) on `device`, as a learner times it end to end.
+
+    On a TPU each side is padded to the MXU side (128, or 256 on v6e), and the padded work is what the MXUs do.
+    dtype: the roof the arithmetic runs on ("float32" is full float32; pass "tf32" for JAX's default float32
+    precision on a GPU with TF32 tensor cores). Inputs and output are read and written once, in `dtype`'s size.
+    """
+    m, k, n = (positive_int(name, v) for name, v in (("m", m), ("k", k), ("n", n)))
+    device = _resolved(device)
+    r, overhead = _calls(device, JAX_CALL.get(roofs(device).kind, "none"), timed)
+    side = mxu_side(device)
+    flops = 2 * padded(m, side) * padded(k, side) * padded(n, side)
+    itemsize = 4 if dtype in ("float32", "tf32") else 8 if dtype == "float64" else 2
+    nbytes = (m * k + k * n + m * n) * itemsize
+    busy = device_seconds(device, flops=flops, bytes=nbytes, dtype=dtype, matmul=True)
+    return _combine(r, overhead, busy, timed)
+
+
+def host_link(device: Device) -> tuple[float, str]:
+    """(bytes/s, source) of the link between the host and `device`; a ValueError if none is on file."""
+    r = roofs(device)
+    found = specs.host_link(r.device)
+    if found is None:
+        known = ", ".join(specs.HOST_LINKS)
+        raise ValueError(f"no host link on file for {r.device}; known: {known}")
+    return found
+
+
+def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1) -> float:  # noqa: A002
+    """Seconds to move `bytes` between host memory and `device` in `calls` copies: each a CuPy call plus the link."""
+    calls = positive_int("calls", calls)
+    return calls * OVERHEADS["cupy"].value + _amount("bytes", bytes) / host_link(device)[0]
+
+
+__all__ = [
+    "DEFAULT_CALL", "JAX_CALL", "KERNEL_FLOOR", "MATMUL_EFFICIENCY", "MEMORY_EFFICIENCY", "OVERHEADS", "TIMINGS",
+    "Cost", "Device", "Roof", "Roofs", "attainable", "device_seconds", "host_link", "mxu_side", "padded",
+    "predict_copy_seconds", "predict_matmul_seconds", "predict_seconds", "roofline_seconds", "roofs",
+]

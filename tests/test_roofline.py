@@ -1,0 +1,163 @@
+"""helpers.roofline: the one performance model (roofs, overheads, padding) and the direction of imports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from helpers import roofline, specs
+from helpers.cpu import CPUInfo, Sourced
+from helpers.hardware import Peak
+
+T4 = specs.get("NVIDIA T4")
+V5E = specs.get("TPU v5e")
+HELPERS = Path(roofline.__file__).parent
+
+
+@pytest.fixture
+def cpu() -> CPUInfo:
+    """2 cores x 2.5 GHz x 2 FMA x 8 lanes x 2 = 160 GFLOP/s fp32, 80 fp64; 20 GB/s: ridges at 8 and 4 FLOP/B."""
+    return CPUInfo(
+        model="Test CPU", arch="x86_64", logical_cpus=2, cores=Sourced(2, "test"), simd="AVX2", simd_bits=256,
+        fma_units=Sourced(2, "test"), clock_hz=Sourced(2.5e9, "test"), nominal_clock_hz=None,
+        peak_bandwidth=Sourced(20e9, "measured here: test copy"),
+    )
+
+
+def test_attainable_below_and_above_the_ridge(cpu):
+    assert roofline.roofs(cpu).ridge("float32") == pytest.approx(8.0)
+    assert roofline.roofs(cpu).ridge("float64") == pytest.approx(4.0)
+    assert roofline.attainable(cpu, 1.0) == pytest.approx(20e9)  # memory-bound: intensity x bandwidth
+    assert roofline.attainable(cpu, 8.0) == pytest.approx(160e9)  # the ridge
+    assert roofline.attainable(cpu, 100.0) == pytest.approx(160e9)  # compute-bound: the peak
+    assert roofline.attainable(cpu, 100.0, "float64") == pytest.approx(80e9)
+    assert roofline.attainable(T4, 0.25) == pytest.approx(80e9)
+    assert roofline.attainable(T4, 1000.0, "float16") == pytest.approx(65e12)
+
+
+def test_roofline_seconds_against_hand_computed_t4_numbers():
+    n = 4096
+    # compute side 2 x 4096³ / 8.1e12 = 0.016968 s beats memory side 3 x 4096² x 4 / 320e9 = 0.000629 s
+    assert roofline.roofline_seconds(T4, flops=2 * n**3, bytes=3 * n * n * 4) == pytest.approx(0.0169677720)
+    # axpby on 1e8 fp32 elements: 3e8 FLOP / 8.1e12 = 37 µs, but 1.2e9 bytes / 320e9 = 3.75 ms: memory-bound
+    assert roofline.roofline_seconds(T4, flops=3e8, bytes=1.2e9) == pytest.approx(3.75e-3)
+    assert roofline.roofline_seconds("T4", flops=3e8, bytes=1.2e9) == roofline.roofline_seconds(T4, flops=3e8,
+                                                                                                 bytes=1.2e9)
+    assert roofline.roofline_seconds(Peak("x", 1e12, 1e11, "published: x"), flops=1e12, bytes=1e9) == 1.0
+    assert roofline.roofline_seconds(V5E, flops=197e12, bytes=0) == pytest.approx(1.0)  # float32 on bf16 MXUs
+
+
+def test_predict_seconds_adds_each_calls_overhead_and_kernel_floor():
+    # 1.2 GB at 80% of 320 GB/s = 4.6875 ms, plus the 5.2 µs kernel floor, plus one CuPy call's 10 µs
+    synced = roofline.predict_seconds(T4, flops=3e8, bytes=1.2e9)
+    assert synced == pytest.approx(1.2e9 / 256e9 + 5.2e-6 + 10e-6)
+    # the same work in three calls: three floors and three overheads
+    assert roofline.predict_seconds(T4, flops=3e8, bytes=1.2e9, calls=3) == pytest.approx(
+        1.2e9 / 256e9 + 3 * (5.2e-6 + 10e-6))
+    # pipelined, host overhead hides behind the device's time; for tiny work the host's time is what is left
+    assert roofline.predict_seconds(T4, flops=3e8, bytes=1.2e9, timed="pipelined") == pytest.approx(
+        1.2e9 / 256e9 + 5.2e-6)
+    assert roofline.predict_seconds(T4, flops=3, bytes=12, calls=4, timed="pipelined") == pytest.approx(40e-6)
+    assert roofline.predict_seconds(T4, flops=3, bytes=12, timed="kernel") == pytest.approx(5.2e-6, rel=1e-3)
+    # a jitted JAX step of 23 kernels: one dispatch, 23 floors
+    assert roofline.predict_seconds(T4, flops=0, bytes=0, call="jax_gpu", kernels=23) == pytest.approx(
+        roofline.OVERHEADS["jax_gpu"].value + 23 * 5.2e-6)
+
+
+def test_tpu_matmul_pads_to_the_mxu_and_pays_a_call():
+    eff = roofline.MATMUL_EFFICIENCY["tpu"].value
+    call = roofline.OVERHEADS["jax_tpu"].value
+    assert roofline.predict_matmul_seconds(V5E, 1024, 1024, 1024) == pytest.approx(
+        call + 2 * 1024**3 / (197e12 * eff))
+    # 1025 computes as 1152 on 128 x 128 MXUs; on a v6e's 256 x 256 MXUs as 1280
+    assert roofline.predict_matmul_seconds(V5E, 1025, 1025, 1025) == pytest.approx(
+        call + 2 * 1152**3 / (197e12 * eff))
+    assert roofline.mxu_side("TPU v6e") == 256 and roofline.mxu_side(V5E) == 128 and roofline.mxu_side(T4) == 1
+    assert roofline.padded(1025, 256) == 1280
+    # a small product is mostly the call: 1024³ is under 10% of the roofline alone
+    small = roofline.predict_matmul_seconds(V5E, 1024, 1024, 1024)
+    assert roofline.roofline_seconds(V5E, flops=2 * 1024**3, bytes=0) / small < 0.15
+    # a GPU pads nothing, and float32 is judged by the CUDA cores unless tf32 is asked for
+    gpu = roofline.predict_matmul_seconds("NVIDIA A100 40GB", 4096, 4096, 4096, "float32", timed="kernel")
+    tf32 = roofline.predict_matmul_seconds("NVIDIA A100 40GB", 4096, 4096, 4096, "tf32", timed="kernel")
+    assert gpu / tf32 == pytest.approx(156 / 19.5, rel=0.01)
+
+
+def test_copies_cross_the_host_link():
+    rate = specs.HOST_LINKS["NVIDIA T4"][0]
+    assert roofline.predict_copy_seconds(T4, 1e9) == pytest.approx(10e-6 + 1e9 / rate)
+    assert roofline.predict_copy_seconds(T4, 0, calls=2) == pytest.approx(20e-6)
+    with pytest.raises(ValueError, match="no host link on file for TPU v6e; known: NVIDIA T4"):
+        roofline.host_link("TPU v6e")
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: roofline.predict_seconds("Some GPU", flops=1, bytes=1), "no published specs for 'Some GPU'; known "
+                                                                      "devices: NVIDIA T4"),
+    (lambda: roofline.predict_seconds(T4, flops=-1, bytes=1), "flops must be a finite number, zero or more"),
+    (lambda: roofline.predict_seconds(T4, flops=1, bytes=float("nan")), "bytes must be a finite number"),
+    (lambda: roofline.predict_seconds(T4, flops=1, bytes=1, dtype="float64"), "dtype 'float64': NVIDIA T4 has no "
+                                                                              "such roof on file; available: float16"),
+    (lambda: roofline.predict_seconds(T4, flops=1, bytes=1, call="numba"), "call must be one of 'none', 'cupy'"),
+    (lambda: roofline.predict_seconds(T4, flops=1, bytes=1, timed="roughly"), "timed must be one of 'synced'"),
+    (lambda: roofline.predict_seconds(T4, flops=1, bytes=1, calls=0), "calls must be a positive integer"),
+    (lambda: roofline.predict_matmul_seconds(V5E, 1024.5, 2, 2), "m must be a positive integer"),
+    (lambda: roofline.roofs(Peak("GPU", None, None, "no published peaks")), "no roofline for GPU"),
+])
+def test_bad_input_names_what_is_accepted(call, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        call()
+
+
+def test_every_constant_says_where_it_comes_from():
+    for table in (roofline.OVERHEADS, roofline.KERNEL_FLOOR, roofline.MATMUL_EFFICIENCY, roofline.MEMORY_EFFICIENCY):
+        for name, cost in table.items():
+            assert cost.what and cost.source, name
+            assert cost.source.startswith(("assumed", "fitted", "the ", "measured")) or "https://" in cost.source, name
+            assert not ("https://" in cost.source and cost.source.startswith("assumed")) or "found" in cost.source
+
+
+# --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
+
+INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "hardware", "limits", "notice", "nvrtc", "plots",
+                  "project", "roofline", "specs", "style", "timing", "validate", "widgets", "workloads"}
+CHAPTER = {"cuda", "grid", "kernel_checks", "lessons", "mandelbrot", "mlp", "sharding", "systolic", "threads",
+           "training"}
+TOOLS = {"__init__", "__main__", "upkeep"}  # the package's front door and the maintainers' commands
+
+
+def _imported(path: Path) -> set[str]:
+    """helpers modules a module imports, at any depth of its code (lazy imports inside functions included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
+            rest = node.module.removeprefix("helpers").lstrip(".")
+            found |= {rest.split(".")[0]} if rest else {a.name for a in node.names}
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
+            found |= {a.value.split(".")[-1] for a in node.args if isinstance(a, ast.Constant)}
+    return found
+
+
+def test_every_module_has_a_place():
+    modules = {p.stem for p in HELPERS.glob("*.py")}
+    assert modules == INFRASTRUCTURE | CHAPTER | TOOLS, "place a new module in INFRASTRUCTURE, CHAPTER or TOOLS"
+
+
+@pytest.mark.parametrize("module", sorted(INFRASTRUCTURE))
+def test_infrastructure_never_imports_a_chapter_module(module):
+    wrong = _imported(HELPERS / f"{module}.py") & CHAPTER
+    assert not wrong, f"helpers/{module}.py imports chapter module(s) {sorted(wrong)}: move the shared code down"
+
+
+def test_the_model_imports_no_drawing():
+    assert not _imported(HELPERS / "roofline.py") & {"plots", "style", "widgets"}
+
+
+def test_the_import_check_sees_lazy_imports(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f():\n    from .training import x\n    from . import systolic\n")
+    assert _imported(planted) == {"training", "systolic"}
