@@ -232,7 +232,7 @@ def roofline_seconds(device: Device, *, flops: float, bytes: float, dtype: str =
     return max(flops / r.roof(dtype).flops, nbytes / r.bandwidth)
 
 
-def device_seconds(device: Device, *, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
+def device_seconds(device: Device, *, flops: float, bytes: float, dtype: str | None = "float32",  # noqa: A002
                    kernels: int = 1, matmul: bool = False) -> float:
     """Seconds the device itself is busy: the roofs at the efficiency real code reaches, plus each kernel's floor.
 
@@ -260,14 +260,14 @@ def _combine(r: Roofs, overhead: float, device: float, timed: str) -> float:
     return overhead + device
 
 
-def predict_seconds(device: Device, *, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
+def predict_seconds(device: Device, *, flops: float, bytes: float, dtype: str | None = "float32",  # noqa: A002
                     calls: int = 1, call: str | None = None, kernels: int = 1, timed: str = "synced",
                     matmul: bool = False) -> float:
     """Seconds for work split over `calls` separate calls: device time plus each call's host overhead.
 
     flops, bytes: the work of all the calls together. call: the kind of call (a key of OVERHEADS; None: the
     device's usual one, DEFAULT_CALL). kernels: device kernels per call (XLA fuses a jitted step into a few).
-    timed: "synced", "pipelined" or "kernel" (TIMINGS).
+    timed: "synced", "pipelined" or "kernel" (TIMINGS). dtype None: the highest roof (for work without FLOPs).
     """
     calls = positive_int("calls", calls)
     r, overhead = _calls(device, call, timed)
@@ -326,10 +326,12 @@ def host_link(device: Device) -> tuple[float, str]:
     return found
 
 
-def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1) -> float:  # noqa: A002
-    """Seconds to move `bytes` between host memory and `device` in `calls` copies: each a CuPy call plus the link."""
+def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1, timed: str = "synced") -> float:  # noqa: A002
+    """Seconds to move `bytes` between host memory and `device` in `calls` copies: each a CuPy call plus the link
+    (timed="kernel": the transfer alone, as CUDA's bandwidthTest times it)."""
     calls = positive_int("calls", calls)
-    return calls * OVERHEADS["cupy"].value + _amount("bytes", bytes) / host_link(device)[0]
+    overhead = 0.0 if _choice("timed", timed, TIMINGS) == "kernel" else OVERHEADS["cupy"].value
+    return calls * overhead + _amount("bytes", bytes) / host_link(device)[0]
 
 
 __all__ = [
