@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html import escape
@@ -105,8 +106,15 @@ class Hardware:
                        f"{escape(v)}</td></tr>" for k, v in self.rows())
         return f"<table>{body}</table>"
 
-    def peak(self, backend: str, dtype: str = "float32", device_kind: str | None = None) -> Peak:
-        """The roofs for `backend` working in `dtype`, on the device its arrays live on."""
+    def peak(self, backend: str, dtype: str = "float32", device_kind: str | None = None,
+             float32_matmuls: Collection[str] | None = None) -> Peak:
+        """The roofs for `backend` working in `dtype`, on the device its arrays live on.
+
+        float32_matmuls: where float32 work on a GPU with TF32 tensor cores runs its matmuls, when the caller read
+        it from the work itself (benchmark reads a JAX call's jaxpr): roof names such as {'tf32'} (the highest
+        judges), empty for work without a matmul (the CUDA cores' float32 roof). None: as the settings in force
+        say (JAX's default matmul precision, CuPy's compute type), with the reason in the source.
+        """
         check_name(backend)
         if dtype not in PEAK_DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(PEAK_DTYPES)}; got {dtype!r}")
@@ -128,20 +136,122 @@ class Hardware:
         if kind == "tpu":  # every float matmul on a TPU goes through the bf16 MXUs
             return Peak(spec.name, spec.peak_for("bfloat16"), spec.peak_bandwidth,
                         f"published bf16 MXU peak [{spec.source}]")
-        key = dtype
-        # float32 matmuls run on TF32 tensor cores where the GPU has them: for JAX unless its matmul precision
-        # is set to full float32, and for CuPy only when CUPY_TF32=1.
-        tf32 = _jax_float32_is_tf32() if backend == "jax" else os.environ.get("CUPY_TF32") == "1"
-        if dtype == "float32" and spec.peak_for("tf32") and tf32:
-            key = "tf32"
-        return Peak(spec.name, spec.peak_for(key), spec.peak_bandwidth, f"published {key} peak [{spec.source}]")
+        key, why = dtype, ""
+        if dtype == "float32" and spec.peak_for("tf32"):  # float32 matmuls may run on the tensor cores
+            if float32_matmuls is None:
+                roof, why = _jax_settings_roof() if backend == "jax" else _cupy_settings_roof()
+                roofs = {roof}
+            elif isinstance(float32_matmuls, str) or not all(isinstance(r, str) for r in float32_matmuls):
+                raise ValueError(f"float32_matmuls must be a set of roof names such as {{'tf32'}}, or None; got "
+                                 f"{float32_matmuls!r:.60}")
+            else:
+                roofs = set(float32_matmuls) or {"float32"}  # no matmul: the CUDA cores do the work
+            missing = sorted(r for r in roofs if not spec.peak_for(r))
+            key = max(roofs, key=lambda r: spec.peak_for(r) or 0.0)
+            if missing:  # float8, or a precision not known here: never judge by a lower roof than it may reach
+                key = max(spec.peak_flops, key=spec.peak_flops.__getitem__)
+                why = "; ".join(filter(None, (why, f"no roof on file for {', '.join(missing)}: judged by the highest")))
+        return Peak(spec.name, spec.peak_for(key), spec.peak_bandwidth,
+                    f"published {key} peak [{spec.source}]" + (f"; {why}" if why else ""))
 
 
-def _jax_float32_is_tf32() -> bool:
-    """Whether JAX rounds float32 matmuls to TF32 on a GPU: its default, unless the precision says full float32."""
+#: Where JAX documents its matmul precisions (the rule below follows it).
+JAX_PRECISION_DOCS = "https://docs.jax.dev/en/latest/201/precision.html"
+#: Where a float32 dot runs on a GPU with TF32 tensor cores, for each jax.lax.Precision level.
+_JAX_LEVEL_ROOFS = {"DEFAULT": "tf32", "HIGH": "tf32", "HIGHEST": "float32"}
+#: ... and for each jax.lax.DotAlgorithmPreset, by the type its inputs are rounded to (its name's first part).
+_JAX_PRESET_ROOFS = {"DEFAULT": "tf32", "F32": "float32", "TF32": "tf32", "BF16": "bfloat16", "F16": "float16",
+                     "F64": "float64", "ANY": "float8"}
+
+
+def _jax_level(value: Any) -> Any:
+    """The jax.lax.Precision that `value` is or names ('highest', 'tensorfloat32', ...), or None."""
+    from jax import lax
+
+    if isinstance(value, lax.Precision):
+        return value
+    try:
+        return lax.Precision(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def jax_dot_roof(precision: Any) -> str:
+    """Where a JAX dot of float32 arrays runs at `precision`, on an NVIDIA GPU with TF32 tensor cores: 'float32'
+    (the CUDA cores), 'tf32', 'bfloat16', 'float16', 'float64' or 'float8': the roof it is judged by.
+
+    `precision` is what jnp.matmul, lax.dot_general, ... take, or the jax_default_matmul_precision setting.
+    JAX documents (https://docs.jax.dev/en/latest/201/precision.html, and the jax.lax.Precision docstring):
+    DEFAULT (None, 'default', 'fastest', 'bfloat16') and HIGH ('high', 'bfloat16_3x', 'tensorfloat32') use TF32
+    on a GPU that has it; HIGHEST ('highest', 'float32') is true float32. (XLA's Triton fusions may run HIGH in
+    float32: the TF32 roof, the higher, then never overstates the fraction.) A pair (lhs, rhs) runs at the higher
+    of the two, as XLA's cuBLAS path takes the largest (GemmConfig::For in xla/service/gpu/matmul_utils.cc). A dot
+    algorithm (a lax.DotAlgorithmPreset or its name, a lax.DotAlgorithm) names the type its inputs are rounded
+    to: 'TF32_TF32_F32' -> 'tf32', 'BF16_BF16_F32_X3' -> 'bfloat16' (3 passes of those units), 'F32_F32_F32' ->
+    'float32', 'DEFAULT' -> 'tf32'. A value JAX does not take is a ValueError.
+    """
+    import numpy as np
+    from jax import lax
+
+    if precision is None:
+        precision = lax.Precision.DEFAULT
+    if isinstance(precision, str) and precision in lax.DotAlgorithmPreset.__members__:
+        precision = lax.DotAlgorithmPreset[precision]
+    if isinstance(precision, (tuple, list)) and len(precision) == 2:
+        pair = [_jax_level(p) for p in precision]
+        if None not in pair:
+            return _JAX_LEVEL_ROOFS[max(pair, key=lambda p: p.value).name]
+    elif isinstance(precision, lax.DotAlgorithmPreset):
+        if precision.name.split("_")[0] in _JAX_PRESET_ROOFS:
+            return _JAX_PRESET_ROOFS[precision.name.split("_")[0]]
+    elif isinstance(precision, lax.DotAlgorithm):
+        name = np.dtype(precision.lhs_precision_type).name
+        if name in ("float32", "bfloat16", "float16", "float64") or name.startswith("float8"):
+            return "float8" if name.startswith("float8") else name
+    elif (level := _jax_level(precision)) is not None:
+        return _JAX_LEVEL_ROOFS[level.name]
+    raise ValueError(f"precision {precision!r:.60} is not a JAX matmul precision: use None, 'default', 'high', "
+                     "'highest' (or another name of a jax.lax.Precision), a jax.lax.Precision or a pair of them, or "
+                     f"a jax.lax.DotAlgorithmPreset or its name [{JAX_PRECISION_DOCS}]")
+
+
+def _jax_settings_roof() -> tuple[str, str]:
+    """Where JAX runs float32 matmuls that set no precision of their own, on a TF32 GPU, and why (for the source)."""
     jax = sys.modules.get("jax")
     setting = jax.config.jax_default_matmul_precision if jax is not None else None
-    return str(setting).lower() not in ("highest", "float32")
+    why = f"JAX's default matmul precision is {setting!r}"
+    try:
+        return jax_dot_roof(setting), why
+    except ValueError:
+        return "unknown", f"{why}, not known here"
+
+
+def _cupy_settings_roof() -> tuple[str, str]:
+    """Where CuPy runs float32 matmuls, as CuPy decides it, and why (for the source).
+
+    CuPy reads CUPY_TF32 once per process, at its first float32 matmul, as int(os.getenv('CUPY_TF32', '0')) > 0,
+    and keeps the compute type it chose from then on (get_compute_type in cupy/_core/_routines_linalg.pyx,
+    https://github.com/cupy/cupy/blob/main/cupy/_core/_routines_linalg.pyx; documented at
+    https://docs.cupy.dev/en/stable/reference/environment.html). So we ask CuPy the same question, once it is
+    loaded: a CUPY_TF32 changed after that first matmul changes nothing, here as in CuPy. Where no float32 matmul
+    has run yet, asking settles CuPy's choice now, from the environment as it is, as that matmul would have.
+    Without CuPy loaded, or where it cannot answer (no GPU), the same rule reads the environment; a value CuPy
+    would refuse (not a whole number) is judged by the TF32 roof, the higher one.
+    """
+    linalg = sys.modules.get("cupy._core._routines_linalg")
+    if linalg is not None:
+        try:
+            chosen = linalg.get_compute_type("float32")
+            roofs = {linalg.COMPUTE_TYPE_TF32: "tf32", linalg.COMPUTE_TYPE_BF16: "bfloat16",
+                     linalg.COMPUTE_TYPE_FP16: "float16"}
+            return roofs.get(chosen, "float32"), f"CuPy's float32 compute type is {linalg.compute_type_to_str(chosen)}"
+        except Exception:  # noqa: BLE001 - without a GPU CuPy cannot settle TF32: read the environment as it would
+            pass
+    value = os.environ.get("CUPY_TF32", "0")
+    try:
+        return ("tf32" if int(value) > 0 else "float32"), f"CUPY_TF32={value!r}"
+    except ValueError:
+        return "tf32", f"CUPY_TF32={value!r} is not a whole number (CuPy refuses it): judged by the higher TF32 roof"
 
 
 def where_we_run() -> str:

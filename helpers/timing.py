@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
 from numbers import Real
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import backend as _backends
-from .hardware import PEAK_DTYPES, Peak, hardware
+from .hardware import PEAK_DTYPES, Hardware, Peak, hardware, jax_dot_roof
 from .limits import TimeLimitExceeded, time_limit
 from .validate import finite, positive_int, positive_number
 
@@ -31,6 +31,26 @@ NOISY_SPREAD = 0.25
 
 #: The most repeats any timer takes, whatever it is asked for (each is also bounded by its time limit).
 MAX_REPEATS = 100_000
+#: Seconds of repeated timing a benchmark aims for when no `budget=` is given; a chapter sets it once.
+_budget = 0.5
+
+
+def set_timing_budget(seconds: float) -> float:
+    """Set the default `budget` of every later benchmark (a chapter does this once, at the top); returns the old one.
+
+    Raise it (say to 1.0) for steadier numbers, lower it for a quicker run.
+    """
+    global _budget
+    seconds = positive_number("seconds (timing budget)", seconds)
+    if seconds > 60:
+        raise ValueError(f"a timing budget is seconds per measurement, at most 60; got {seconds:g}")
+    old, _budget = _budget, seconds
+    return old
+
+
+def timing_budget() -> float:
+    """The seconds of repeated timing a benchmark aims for when no `budget=` is given."""
+    return _budget
 
 
 class TooSlow(RuntimeError):
@@ -226,6 +246,66 @@ def _device_kind(backend: str, tree: Any) -> str:
     return "gpu" if backend == "cupy" else "cpu"
 
 
+def _tf32_gpu(hw: Hardware) -> bool:
+    """Whether the GPU that `hw.peak` judges by has TF32 tensor cores, where float32 matmuls may run."""
+    gpu = next((a for a in hw.accelerators if a.kind == "gpu"), None)
+    return bool(gpu and gpu.spec and gpu.spec.peak_for("tf32"))
+
+
+def _equations(jaxpr: Any) -> Iterator[Any]:
+    """Every equation of a jaxpr and of the jaxprs inside it (jit, cond branches, scan and remat bodies, ...)."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for param in eqn.params.values():
+            for inner in param if isinstance(param, tuple | list) else (param,):
+                if hasattr(inner, "eqns"):  # a Jaxpr, or a ClosedJaxpr
+                    yield from _equations(inner)
+
+
+def _jax_matmul_roofs(fn: Callable[..., Any], args: tuple[Any, ...],
+                      seconds: float) -> tuple[frozenset[str] | None, str]:
+    """Where the matmuls of the JAX call `fn(*args)` run on a GPU with TF32 tensor cores (hardware.jax_dot_roof),
+    read from its jaxpr, and a note for the peak's source.
+
+    The jaxpr holds each dot's own precision: a `precision=` given to the call, else the default precision in
+    force when it was traced (as now). Dots of bf16 or f16 arrays (with preferred_element_type=float32 or not) run
+    on those tensor cores; a precision or arrays not known here give 'unknown' (judged by the highest roof). None
+    when the call cannot be traced within `seconds`: the peak then follows JAX's default matmul precision, as the
+    note says.
+    """
+    import jax
+
+    limit = None
+    try:
+        with time_limit(seconds, "tracing the call for its matmul precisions") as limit:
+            jaxpr = jax.make_jaxpr(lambda: fn(*args))()
+    except TimeLimitExceeded as exc:
+        if limit is None or exc.limit is not limit:
+            raise
+        return None, f"tracing the call took over {seconds:g} s: judged by JAX's default matmul precision"
+    except Exception as exc:  # noqa: BLE001 - any failure to trace: judge by the setting instead, and say so
+        return None, f"the call could not be traced ({type(exc).__name__}): judged by JAX's default matmul precision"
+    roofs: set[str] = set()
+    dots = 0
+    for eqn in _equations(jaxpr):
+        if "precision" not in eqn.params:  # dot_general, conv_general_dilated, ...: work for the tensor cores
+            continue
+        dots += 1
+        dtypes = {str(v.aval.dtype) for v in eqn.invars[:2]}
+        if dtypes <= {"float32", "complex64"}:
+            try:
+                roofs.add(jax_dot_roof(eqn.params["precision"]))
+            except ValueError:
+                roofs.add("unknown")
+        elif len(dtypes) == 1 and dtypes <= {"bfloat16", "float16", "float64"}:
+            roofs |= dtypes  # a precision changes float32 work only
+        else:
+            roofs.add("unknown")
+    if not dots:
+        return frozenset(), "no matmul in the traced call: the CUDA cores' float32 roof"
+    return frozenset(roofs), f"{dots} matmul{'s' * (dots > 1)} in the traced call, on {', '.join(sorted(roofs))}"
+
+
 def benchmark(
     fn: Callable[..., Any],
     *args: Any,
@@ -235,21 +315,24 @@ def benchmark(
     label: str | None = None,
     dtype: str | Any | None = None,
     n: int | None = None,
-    budget: float = 0.5,
+    budget: float | None = None,
     max_time: float = 10.0,
     min_repeats: int = 5,
     max_repeats: int = 10_000,
     warmup: int = 1,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
-    """Time `fn(*args)`: first call apart, warm-up, device sync before every clock read, repeats in a budget.
+    """Time `fn(*args)`: first call apart, warm calls, device sync before every clock read, repeats in a budget.
 
     backend: 'python', 'numpy', 'jax' or 'cupy'; detected from the arrays in `args` (or, if there are none,
     from what `fn` returns) when not given. Arrays must already live on that backend, so transfers are not
     timed by accident. flops / bytes: work per call, for GFLOP/s, GB/s and the fraction of peak.
-    budget: seconds of repeated timing to aim for; max_time: hard cap on the whole benchmark, so a slow function
-    cannot hang a notebook: a call still running at max_time is stopped (on Linux and macOS, in the main thread),
-    and if not even the first call and one repeat fit, TooSlow says so.
+    budget: seconds of repeated timing to aim for (None: the chapter's, see set_timing_budget); max_time: hard cap
+    on the whole benchmark, so a slow function cannot hang a notebook: a call still running at max_time is stopped
+    (on Linux and macOS, in the main thread), and if not even the first call and one repeat fit, TooSlow says so.
+    warmup: warm calls after the first, at least 1, even when the first call spent the budget: the first call may
+    include a compile (XLA on a GPU or TPU), so the fastest warm call, not the first, sizes the samples. Extra
+    warm calls stop once the budget is spent.
     """
     if not callable(fn):
         raise TypeError(f"benchmark() times a function: its first argument must be callable, got "
@@ -260,14 +343,13 @@ def benchmark(
         _backends.require_usable(backend)
     flops = _positive("flops (floating-point operations per call)", flops)
     bytes = _positive("bytes (bytes moved per call)", bytes)
-    budget = _positive("budget (seconds)", budget, allow_none=False)
+    budget = _budget if budget is None else _positive("budget (seconds)", budget, allow_none=False)
     max_time = _positive("max_time (seconds)", max_time, allow_none=False)
     min_repeats, max_repeats = positive_int("min_repeats", min_repeats), positive_int("max_repeats", max_repeats)
-    if max(min_repeats, max_repeats) > MAX_REPEATS:
-        raise ValueError(f"min_repeats and max_repeats must be at most {MAX_REPEATS:,}; got {min_repeats:,} and "
-                         f"{max_repeats:,}")
-    if not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    warmup = positive_int("warmup", warmup, "warm calls: one at least sizes the samples")
+    if max(min_repeats, max_repeats, warmup) > MAX_REPEATS:
+        raise ValueError(f"min_repeats, max_repeats and warmup must be at most {MAX_REPEATS:,}; got {min_repeats:,}, "
+                         f"{max_repeats:,} and {warmup:,}")
     if dtype is not None:
         try:
             dtype = dtype if isinstance(dtype, str) else np.dtype(dtype).name
@@ -291,8 +373,16 @@ def benchmark(
 
     name = label or getattr(fn, "__name__", "fn")
     samples: list[float] = []
-    too_slow = TooSlow(f"benchmark of {name!r} ran past max_time={max_time:g} s before one repeated call was "
-                       "timed: time a smaller size, or raise max_time")
+    first: float | None = None
+
+    def too_slow() -> TooSlow:
+        """The benchmark ran past max_time before one sample: say how far it got."""
+        if first is None:
+            return TooSlow(f"benchmark of {name!r} ran past max_time={max_time:g} s in its first call: raise "
+                           "max_time or use a smaller size")
+        return TooSlow(f"benchmark of {name!r} ran past max_time={max_time:g} s before one repeated call was timed "
+                       f"(the first call took {format_seconds(first)}): time a smaller size, or raise max_time")
+
     limit = None
     try:
         # A real-time limit too, so that a call that never returns ends the benchmark (limits.py says where).
@@ -305,7 +395,8 @@ def benchmark(
             _backends.sync_each(out, busy)
             first = clock() - t0
             if first > max_time:
-                raise too_slow
+                raise TooSlow(f"benchmark of {name!r}: the first call took {format_seconds(first)}, longer than "
+                              f"max_time={max_time:g} s; raise max_time or use a smaller size")
             on_device = [b for b in ("cupy", "jax") if b in busy]
             chosen = backend or (on_device[0] if on_device else "numpy" if "numpy" in busy else "python")
             actual = _dtype_of(args) or _dtype_of(out)  # checked now, before the repeats spend the budget
@@ -315,14 +406,17 @@ def benchmark(
                                  f"`{_backends.JAX_X64_ON}`)")
             spent = first
 
-            per_call = first
-            for _ in range(warmup):
-                if spent >= budget:
-                    break
-                per_call, out = timed_call(1)
-                spent += per_call
-
-            number = max(1, int(MIN_SAMPLE_SECONDS / per_call)) if per_call > 0 else 1000
+            # One warm call at least, even when the first call spent the whole budget: the first call may include
+            # a compile, so only a warm call says how long a call takes. The fastest warm call sizes the samples.
+            warm: list[float] = []
+            while len(warm) < warmup and (not warm or spent - first < budget):
+                seconds, out = timed_call(1)
+                warm.append(seconds)
+                spent += seconds
+            if spent >= max_time:
+                raise too_slow()
+            fastest = min(warm)
+            number = max(1, int(MIN_SAMPLE_SECONDS / fastest)) if fastest > 0 else 1000
             while True:
                 elapsed, out = timed_call(number)
                 samples.append(elapsed / number)
@@ -335,12 +429,18 @@ def benchmark(
         if limit is None or exc.limit is not limit:
             raise
         if not samples:
-            raise too_slow from None
+            raise too_slow() from None
         # The samples taken before the limit stand; the timing is marked capped below.
 
     dtype = dtype or actual
     judged = dtype or "float32"  # integer or complex work has no FLOP roof on file: bandwidth only
-    peak = hardware().peak(chosen, judged if judged in PEAK_DTYPES else "float64", _device_kind(chosen, (args, out)))
+    hw, kind = hardware(), _device_kind(chosen, (args, out))
+    matmuls, note = None, ""
+    if chosen == "jax" and kind == "gpu" and judged == "float32" and _tf32_gpu(hw):  # only there does it matter
+        matmuls, note = _jax_matmul_roofs(fn, args, max(max_time - spent, 1.0))  # about max_time in all
+    peak = hw.peak(chosen, judged if judged in PEAK_DTYPES else "float64", kind, float32_matmuls=matmuls)
+    if note:
+        peak = replace(peak, source=f"{peak.source}; {note}")
     if judged not in PEAK_DTYPES:
         peak = replace(peak, flops=None, source=f"{peak.source}; no FLOP/s roof for {judged}")
     result = Timing(name, chosen, dtype, np.asarray(samples), number, first,

@@ -39,6 +39,7 @@ from helpers import (
     training,
     workloads,
 )
+from helpers.hardware import jax_dot_roof
 
 HELPERS = str(Path(h.__file__).resolve().parent)
 T4 = specs.get("NVIDIA T4")
@@ -83,6 +84,8 @@ PUBLIC = [
     Public(timing.benchmark, {"fn": float, "budget": 0.01, "max_time": 2.0, "min_repeats": 1},
            {"fn": "benchmark"}),
     Public(h.hardware().peak, {"backend": "numpy", "dtype": "float32"}),
+    Public(jax_dot_roof, {"precision": "highest"}),
+    Public(timing.set_timing_budget, {"seconds": 0.5}, {"seconds": "timing budget"}),
     Public(h.to_backend, {"x": [1.0, 2.0], "name": "numpy"}, {"x": "array", "name": "backend"}),
     Public(h.to_numpy, {"x": [1.0, 2.0]}, {"x": "array"}),
     Public(h.array_module, {"name": "numpy"}, {"name": "backend"}),

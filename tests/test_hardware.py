@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib
 import sys
 from html import escape
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from helpers import specs
@@ -98,7 +100,15 @@ def _gpu(name: str) -> Accelerator:
     return Accelerator("gpu", name, "cupy", 16e9, 40, spec=specs.lookup(name))
 
 
-def test_t4_roofs(fake_cpu, monkeypatch):
+@pytest.fixture
+def cupy_unloaded(monkeypatch):
+    """CuPy not loaded: its TF32 choice is read from CUPY_TF32 as CuPy would read it (the real CuPy keeps its
+    first answer for the whole process, so the tests must not ask it)."""
+    monkeypatch.delitem(sys.modules, "cupy._core._routines_linalg", raising=False)
+    return monkeypatch
+
+
+def test_t4_roofs(fake_cpu, cupy_unloaded, monkeypatch):
     monkeypatch.delenv("CUPY_TF32", raising=False)
     hw = _with(fake_cpu, _gpu("Tesla T4"))
     peak = hw.peak("cupy", "float32")
@@ -111,7 +121,7 @@ def test_t4_roofs(fake_cpu, monkeypatch):
     assert hw.peak("cupy", "float32").flops == 8.1e12  # a T4 has no TF32 roof to switch to
 
 
-def test_tf32_roof_when_cupy_uses_it(fake_cpu, monkeypatch):
+def test_tf32_roof_when_cupy_uses_it(fake_cpu, cupy_unloaded, monkeypatch):
     hw = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
     monkeypatch.delenv("CUPY_TF32", raising=False)
     assert hw.peak("cupy", "float32").flops == pytest.approx(19.5e12)
@@ -172,7 +182,7 @@ def test_report_lists_accelerators(fake_cpu):
     assert "JAX is not usable" in str(Hardware(fake_cpu, (), None, "local"))
 
 
-@pytest.mark.parametrize("setting", ["highest", "float32"])
+@pytest.mark.parametrize("setting", ["highest", "float32", "F32_F32_F32"])
 def test_jax_float32_at_full_precision_is_judged_by_the_float32_roof(fake_cpu, setting):
     import jax
 
@@ -180,3 +190,150 @@ def test_jax_float32_at_full_precision_is_judged_by_the_float32_roof(fake_cpu, s
     with jax.default_matmul_precision(setting):
         assert hw.peak("jax", "float32", device_kind="gpu").flops == pytest.approx(19.5e12)
     assert hw.peak("jax", "float32", device_kind="gpu").flops == pytest.approx(156e12)  # back to the default
+
+
+# --- which roof a JAX precision means on a TF32 GPU (https://docs.jax.dev/en/latest/201/precision.html) -------
+
+A100_ROOFS = {"float32": 19.5e12, "tf32": 156e12, "bfloat16": 312e12, "float16": 312e12}
+
+
+def _precisions():
+    from jax import lax
+
+    P = lax.Precision
+    return [
+        (None, "tf32"), ("default", "tf32"), ("fastest", "tf32"), ("bfloat16", "tf32"), (P.DEFAULT, "tf32"),
+        ("high", "tf32"), ("bfloat16_3x", "tf32"), ("tensorfloat32", "tf32"), (P.HIGH, "tf32"),
+        ("highest", "float32"), ("float32", "float32"), (P.HIGHEST, "float32"),
+        ((P.DEFAULT, P.HIGHEST), "float32"), ((P.HIGH, P.DEFAULT), "tf32"), (("highest", "default"), "float32"),
+        ("DEFAULT", "tf32"), ("F32_F32_F32", "float32"), ("TF32_TF32_F32", "tf32"), ("TF32_TF32_F32_X3", "tf32"),
+        ("BF16_BF16_F32", "bfloat16"), ("BF16_BF16_F32_X6", "bfloat16"), ("BF16_BF16_BF16", "bfloat16"),
+        ("F16_F16_F32", "float16"), ("F64_F64_F64", "float64"), ("ANY_F8_ANY_F8_F32", "float8"),
+        (lax.DotAlgorithmPreset.TF32_TF32_F32, "tf32"), (lax.DotAlgorithmPreset.F32_F32_F32, "float32"),
+        (lax.DotAlgorithm(np.float16, np.float16, np.float32), "float16"),
+    ]
+
+
+def test_jax_dot_roof_follows_the_documented_precisions():
+    for precision, roof in _precisions():
+        assert hardware_mod.jax_dot_roof(precision) == roof, precision
+
+
+@pytest.mark.parametrize("bad", ["tensorfloat32_3x", "HIGHEST", "fp32", "", 0, 2, True, 1.5, ("highest",),
+                                 ("highest", "bogus"), ("highest", None), [], {}, object(), b"highest"])
+def test_a_precision_jax_does_not_take_is_refused(bad):
+    with pytest.raises(ValueError, match=r"is not a JAX matmul precision.*docs.jax.dev/en/latest/201/precision"):
+        hardware_mod.jax_dot_roof(bad)
+
+
+def test_every_default_matmul_precision_jax_accepts_has_a_roof(fake_cpu):
+    import jax
+
+    hw = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
+    settings = ["default", "high", "highest", "bfloat16", "tensorfloat32", "float32"]
+    presets = [name for name in jax.lax.DotAlgorithmPreset.__members__ if name != "DEFAULT"]  # not a setting
+    for setting in settings + presets:
+        with jax.default_matmul_precision(setting):  # JAX refuses a value it does not know, here as elsewhere
+            roof = hardware_mod.jax_dot_roof(setting)
+            peak = hw.peak("jax", "float32", device_kind="gpu")
+        assert f"JAX's default matmul precision is {setting!r}" in peak.source
+        # a roof on file judges; one not on file (float8, float64 here) is never judged by a lower one
+        assert peak.flops == pytest.approx(A100_ROOFS.get(roof, max(A100_ROOFS.values()))), setting
+
+
+@pytest.fixture
+def matmul_precision():
+    """Set jax_default_matmul_precision in a test; it is back to what it was after it."""
+    import jax
+
+    before = jax.config.jax_default_matmul_precision
+    yield lambda value: jax.config.update("jax_default_matmul_precision", value)
+    jax.config.update("jax_default_matmul_precision", before)
+
+
+@pytest.mark.parametrize(("setting", "flops"), [
+    (None, 156e12), ("tensorfloat32", 156e12), ("bfloat16", 156e12),  # 'bfloat16' names DEFAULT: TF32 on a GPU
+    ("float32", 19.5e12), ("BF16_BF16_F32", 312e12),
+])
+def test_the_config_setting_chooses_the_roof(fake_cpu, matmul_precision, setting, flops):
+    hw = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
+    matmul_precision(setting)
+    assert hw.peak("jax", "float32", device_kind="gpu").flops == pytest.approx(flops)
+
+
+def test_a_float8_setting_is_judged_by_the_highest_roof(fake_cpu, matmul_precision):
+    hw = _with(fake_cpu, _gpu("NVIDIA H100 SXM"))
+    matmul_precision("ANY_F8_ANY_F8_F32")
+    peak = hw.peak("jax", "float32", device_kind="gpu")
+    assert peak.flops == pytest.approx(989e12) and "no roof on file for float8: judged by the highest" in peak.source
+
+
+@pytest.mark.parametrize(("matmuls", "flops"), [
+    ({"float32"}, 19.5e12), ({"tf32"}, 156e12), ({"float32", "tf32"}, 156e12), (set(), 19.5e12),
+    (frozenset({"bfloat16"}), 312e12), (["float8"], 312e12), ({"unknown"}, 312e12),
+])
+def test_matmuls_read_from_the_work_choose_the_roof(fake_cpu, matmuls, flops):
+    hw = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
+    peak = hw.peak("jax", "float32", device_kind="gpu", float32_matmuls=matmuls)
+    assert peak.flops == pytest.approx(flops)
+    assert "default matmul precision" not in peak.source  # the work said, not the setting
+    t4 = _with(fake_cpu, _gpu("Tesla T4"))  # no tensor cores for float32: the question does not arise
+    assert t4.peak("jax", "float32", device_kind="gpu", float32_matmuls=matmuls).flops == pytest.approx(8.1e12)
+
+
+@pytest.mark.parametrize("bad", ["tf32", [1], {None}])
+def test_float32_matmuls_must_be_roof_names(fake_cpu, bad):
+    hw = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
+    with pytest.raises(ValueError, match="float32_matmuls must be a set of roof names"):
+        hw.peak("jax", "float32", device_kind="gpu", float32_matmuls=bad)
+
+
+# --- CuPy reads CUPY_TF32 once, at its first float32 matmul (cupy/_core/_routines_linalg.pyx) ----------------
+
+
+def _cupy_that_chose(monkeypatch, chosen):
+    """A loaded CuPy whose float32 compute type is `chosen` (the constants are CuPy's own)."""
+    names = {1: "COMPUTE_TYPE_DEFAULT", 3: "COMPUTE_TYPE_FP16", 6: "COMPUTE_TYPE_BF16", 7: "COMPUTE_TYPE_TF32"}
+
+    def get_compute_type(dtype):
+        assert dtype == "float32"
+        if isinstance(chosen, Exception):
+            raise chosen
+        return chosen
+
+    fake = SimpleNamespace(get_compute_type=get_compute_type, compute_type_to_str=names.get, COMPUTE_TYPE_DEFAULT=1,
+                           COMPUTE_TYPE_FP16=3, COMPUTE_TYPE_BF16=6, COMPUTE_TYPE_TF32=7)
+    monkeypatch.setitem(sys.modules, "cupy._core._routines_linalg", fake)
+
+
+@pytest.mark.parametrize(("chosen", "env", "flops", "said"), [
+    (7, None, 156e12, "COMPUTE_TYPE_TF32"),  # TF32 chosen at the first matmul; CUPY_TF32 unset since: still TF32
+    (1, "1", 19.5e12, "COMPUTE_TYPE_DEFAULT"),  # CUPY_TF32=1 set after CuPy chose: CuPy ignores it, and so do we
+    (3, None, 312e12, "COMPUTE_TYPE_FP16"),  # set_compute_type(float32, FP16): the fp16 tensor cores
+])
+def test_cupy_is_judged_by_the_compute_type_cupy_chose(fake_cpu, monkeypatch, chosen, env, flops, said):
+    _cupy_that_chose(monkeypatch, chosen)
+    if env is None:
+        monkeypatch.delenv("CUPY_TF32", raising=False)
+    else:
+        monkeypatch.setenv("CUPY_TF32", env)
+    peak = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB")).peak("cupy", "float32")
+    assert peak.flops == pytest.approx(flops) and f"CuPy's float32 compute type is {said}" in peak.source
+
+
+@pytest.mark.parametrize(("env", "flops", "said"), [
+    (None, 19.5e12, "CUPY_TF32='0'"), ("0", 19.5e12, "CUPY_TF32='0'"), ("1", 156e12, "CUPY_TF32='1'"),
+    ("2", 156e12, "CUPY_TF32='2'"),  # CuPy's test is int(value) > 0
+    ("yes", 156e12, "not a whole number (CuPy refuses it): judged by the higher TF32 roof"),
+])
+def test_cupy_tf32_is_read_as_cupy_reads_it(fake_cpu, monkeypatch, env, flops, said):
+    _cupy_that_chose(monkeypatch, RuntimeError("no CUDA GPU"))  # CuPy cannot answer: the environment says
+    if env is None:
+        monkeypatch.delenv("CUPY_TF32", raising=False)
+    else:
+        monkeypatch.setenv("CUPY_TF32", env)
+    hw = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
+    peak = hw.peak("cupy", "float32")
+    assert peak.flops == pytest.approx(flops) and said in peak.source
+    monkeypatch.delitem(sys.modules, "cupy._core._routines_linalg")  # CuPy not loaded: the same rule
+    assert hw.peak("cupy", "float32") == peak

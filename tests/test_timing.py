@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from conftest import FakeClock, scripted, without_gpu
 
-from helpers import backend, timing, workloads
+from helpers import backend, specs, timing, workloads
 from helpers.backend import BackendUnavailable
-from helpers.hardware import Peak
+from helpers.hardware import Accelerator, Hardware, Peak
 from helpers.timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
 
 ROOF = Peak("fake device", 1e11, 5e10, "test roof")
@@ -25,7 +25,7 @@ class _FakeHardware:
     def __init__(self) -> None:
         self.asked: list[tuple] = []
 
-    def peak(self, backend_name, dtype="float32", device_kind=None):
+    def peak(self, backend_name, dtype="float32", device_kind=None, float32_matmuls=None):
         self.asked.append((backend_name, dtype, device_kind))
         return ROOF
 
@@ -46,9 +46,9 @@ def _timing(samples, flops=None, nbytes=None, peak=ROOF, **kw) -> Timing:
 
 
 def test_statistics_from_scripted_durations(clock, fake_roof):
-    fn = scripted(clock, [3.0, 0.20, 0.21, 0.19, 0.22, 0.18])  # first call (compiles), then 5 samples
-    t = benchmark(fn, flops=4e9, bytes=1e9, warmup=0, budget=0.9, min_repeats=5, max_time=100, clock=clock)
-    assert len(fn.calls) == 6
+    fn = scripted(clock, [3.0, 0.2, 0.20, 0.21, 0.19, 0.22, 0.18])  # first call (compiles), warm call, 5 samples
+    t = benchmark(fn, flops=4e9, bytes=1e9, budget=0.9, min_repeats=5, max_time=100, clock=clock)
+    assert len(fn.calls) == 7
     assert t.number == 1
     assert t.compile_time == pytest.approx(3.0)
     assert t.samples == pytest.approx([0.20, 0.21, 0.19, 0.22, 0.18])
@@ -79,48 +79,73 @@ def test_first_call_is_timed_apart_and_warmup_sets_calls_per_sample(clock, fake_
     assert len(fn.calls) == 1 + 1 + 4 * 4
 
 
-def test_no_warmup_once_the_first_call_used_the_budget(clock, fake_roof):
-    fn = scripted(clock, [2.0], then=0.5)
-    t = benchmark(fn, warmup=3, budget=1.0, min_repeats=2, clock=clock)
-    assert len(fn.calls) == 1 + 2  # the 2 s first call already spent the budget: straight to the samples
-    assert t.compile_time == 2.0 and t.samples.tolist() == [0.5, 0.5]
+def test_a_warm_call_sizes_the_samples_even_when_the_first_call_spent_the_budget(clock, fake_roof):
+    # A 2 s first call (an XLA compile, say) spends the 1 s budget, but the samples are still sized by a warm call:
+    # 2**-11 s, so 4 calls a sample, not 1 call as the first call's time would give.
+    fn = scripted(clock, [2.0, 2**-11], then=2**-4)
+    t = benchmark(fn, budget=1.0, min_repeats=2, clock=clock)
+    assert t.compile_time == 2.0 and t.number == 4
+    assert t.samples.tolist() == [2**-4] * 4  # warm call + 4 samples of 4 x 2**-4 s reach the budget
+    assert len(fn.calls) == 1 + 1 + 4 * 4
 
 
-@pytest.mark.parametrize(("budget", "expected"), [(1.0, 4), (2.0, 8), (0.3, 2)])
+def test_extra_warm_calls_stop_at_the_budget(clock, fake_roof):
+    fn = scripted(clock, [0.1], then=0.4)
+    t = benchmark(fn, warmup=5, budget=1.0, min_repeats=2, clock=clock)
+    assert len(fn.calls) == 1 + 3 + 2  # warm calls until 1.2 s > budget (the first call not counted), 2 samples
+    assert t.number == 1 and len(t.samples) == 2
+
+
+def test_the_fastest_warm_call_sizes_the_samples(clock, fake_roof):
+    fn = scripted(clock, [1.0, 2**-8, 2**-11, 2**-9], then=2**-11)
+    t = benchmark(fn, warmup=3, budget=0.01, min_repeats=2, clock=clock)
+    assert t.number == 4  # int(2 ms / 2**-11 s): the fastest of the three warm calls, not the first or the last
+
+
+@pytest.mark.parametrize(("budget", "expected"), [(1.0, 3), (2.0, 7), (0.3, 2)])
 def test_repeats_stop_once_the_budget_is_spent(clock, fake_roof, budget, expected):
     fn = scripted(clock, [], then=0.25)
-    t = benchmark(fn, warmup=0, budget=budget, min_repeats=2, max_time=100, clock=clock)
-    assert len(t.samples) == expected  # 0.25 s each, the first call not counted against the budget
-    assert len(fn.calls) == expected + 1
+    t = benchmark(fn, budget=budget, min_repeats=2, max_time=100, clock=clock)
+    assert len(t.samples) == expected  # 0.25 s each, with the warm call; the first call not counted
+    assert len(fn.calls) == expected + 2
     assert not t.capped
 
 
 def test_min_repeats_are_taken_even_past_the_budget(clock, fake_roof):
     fn = scripted(clock, [], then=1.0)
-    t = benchmark(fn, warmup=0, budget=0.1, min_repeats=6, max_time=100, clock=clock)
+    t = benchmark(fn, budget=0.1, min_repeats=6, max_time=100, clock=clock)
     assert len(t.samples) == 6
 
 
 def test_max_repeats_caps_the_samples(clock, fake_roof):
     fn = scripted(clock, [], then=1.0)
-    t = benchmark(fn, warmup=0, budget=1e6, max_repeats=7, max_time=1e9, clock=clock)
+    t = benchmark(fn, budget=1e6, max_repeats=7, max_time=1e9, clock=clock)
     assert len(t.samples) == 7
 
 
 def test_max_time_caps_a_slow_function(clock, fake_roof):
     fn = scripted(clock, [], then=3.0)  # 3 s per call, 10 s allowed
     t = benchmark(fn, max_time=10, clock=clock)
-    assert len(fn.calls) == 4  # first (3 s), then samples at 6 s, 9 s, 12 s: stops at the first past 10 s
-    assert len(t.samples) == 3
+    assert len(fn.calls) == 4  # first (3 s), warm call (6 s), samples at 9 s, 12 s: stops at the first past 10 s
+    assert len(t.samples) == 2
     assert clock.now < 10 + 3  # never more than one call past the cap
     assert t.capped  # fewer than min_repeats samples
 
 
 def test_a_first_call_longer_than_max_time_ends_the_benchmark(clock, fake_roof):
     fn = scripted(clock, [], then=20.0)  # one call is already twice max_time
-    with pytest.raises(timing.TooSlow, match=r"benchmark of 'fn' ran past max_time=10 s before one repeated call"):
+    with pytest.raises(timing.TooSlow, match=r"benchmark of 'fn': the first call took 20 s, longer than "
+                                             r"max_time=10 s; raise max_time or use a smaller size"):
         benchmark(fn, max_time=10, clock=clock, label="fn")
     assert len(fn.calls) == 1
+
+
+def test_a_first_and_a_warm_call_past_max_time_end_the_benchmark(clock, fake_roof):
+    fn = scripted(clock, [], then=6.0)  # each call fits in max_time, the first and the warm call together do not
+    with pytest.raises(timing.TooSlow, match=r"ran past max_time=10 s before one repeated call was timed \(the "
+                                             r"first call took 6 s\)"):
+        benchmark(fn, max_time=10, clock=clock)
+    assert len(fn.calls) == 2
 
 
 def test_a_call_that_never_returns_ends_at_max_time():
@@ -131,7 +156,7 @@ def test_a_call_that_never_returns_ends_at_max_time():
             pass
 
     start = time.monotonic()
-    with pytest.raises(timing.TooSlow, match="benchmark of 'hangs' ran past max_time=0.5 s"):
+    with pytest.raises(timing.TooSlow, match="benchmark of 'hangs' ran past max_time=0.5 s in its first call"):
         benchmark(hangs, 1.0, max_time=0.5)
     assert time.monotonic() - start < 3
 
@@ -148,7 +173,7 @@ def test_a_call_that_hangs_after_some_samples_keeps_them_as_a_capped_timing(fake
             pass
         return 1.0
 
-    t = benchmark(fine_then_hangs, max_time=0.5, warmup=0, min_repeats=20, budget=0.4)
+    t = benchmark(fine_then_hangs, max_time=0.5, min_repeats=20, budget=0.4)
     assert 1 <= len(t.samples) < 20 and t.capped
 
 
@@ -160,19 +185,19 @@ def test_repeat_counts_are_capped(kwargs, message):
 
 
 def test_noisy_samples_warn(clock, fake_roof):
-    fn = scripted(clock, [1.0, 0.1, 0.2, 0.3, 0.4, 0.5])
+    fn = scripted(clock, [1.0, 0.3, 0.1, 0.2, 0.3, 0.4, 0.5])  # first call, warm call, 5 samples
     with pytest.warns(NoisyTimingWarning, match="spread"):
-        t = benchmark(fn, warmup=0, budget=1.0, min_repeats=5, clock=clock)
+        t = benchmark(fn, budget=1.0, min_repeats=5, clock=clock)
     assert t.iqr == pytest.approx(0.2) and t.median == pytest.approx(0.3)
     assert t.noisy
     assert "noisy" in str(t) and "noisy" in t._repr_html_()
 
 
 def test_tight_samples_do_not_warn(clock, fake_roof):
-    fn = scripted(clock, [1.0, 1.00, 1.01, 0.99, 1.00, 1.02])
+    fn = scripted(clock, [1.0, 1.0, 1.00, 1.01, 0.99, 1.00, 1.02])  # first call, warm call, 5 samples
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoisyTimingWarning)
-        t = benchmark(fn, warmup=0, budget=4.5, min_repeats=5, clock=clock)
+        t = benchmark(fn, budget=4.5, min_repeats=5, clock=clock)
     assert not t.noisy
     assert "noisy" not in str(t)
 
@@ -203,6 +228,42 @@ def test_benchmark_passes_dtype_and_device_to_the_roof(clock, fake_roof):
     t = benchmark(fn, a, budget=1, n=2, clock=clock)
     assert t.backend == "numpy" and t.dtype == "float32" and t.n == 2
     assert fake_roof.asked == [("numpy", "float32", "cpu")]
+
+
+# --- the chapter's timing budget ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def chapter_budget():
+    """Each test may set the default budget; it is back at the default (0.5 s) after it."""
+    assert timing.timing_budget() == 0.5
+    yield
+    timing.set_timing_budget(0.5)
+
+
+def test_the_chapter_budget_is_used_when_budget_is_none(clock, fake_roof, chapter_budget):
+    assert timing.set_timing_budget(1.0) == 0.5  # the old budget comes back
+    assert timing.timing_budget() == 1.0
+    fn = scripted(clock, [], then=0.25)
+    assert len(benchmark(fn, min_repeats=2, max_time=100, clock=clock).samples) == 3  # as budget=1.0
+    assert len(benchmark(fn, budget=2.0, min_repeats=2, max_time=100, clock=clock).samples) == 7  # budget= wins
+    assert timing.set_timing_budget(0.25) == 1.0
+
+
+def test_the_default_budget_is_half_a_second(clock, fake_roof, chapter_budget):
+    fn = scripted(clock, [], then=0.25)
+    assert len(benchmark(fn, min_repeats=1, max_time=100, clock=clock).samples) == 1  # warm call + 1 sample: 0.5 s
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    (0, "seconds \\(timing budget\\) must be a positive, finite number"), (-1.0, "positive, finite"),
+    (math.nan, "positive, finite"), (math.inf, "positive, finite"), (True, "positive, finite"),
+    ("1", "positive, finite"), (None, "positive, finite"), (61, "at most 60; got 61"),
+])
+def test_a_bad_timing_budget_is_refused(chapter_budget, bad, message):
+    with pytest.raises(ValueError, match=message):
+        timing.set_timing_budget(bad)
+    assert timing.timing_budget() == 0.5  # unchanged
 
 
 # --- synchronisation: JAX must not be timed at dispatch speed ---------------------------------------------
@@ -345,6 +406,123 @@ def test_real_numpy_and_python_benchmarks():
     assert t.backend == "python" and t.dtype == "float64" and t.label == "loops"
 
 
+# --- float32 JAX work on a GPU with TF32: the roof follows the precision of each call ------------------------
+
+
+@pytest.fixture
+def on_an_a100(monkeypatch, fake_cpu):
+    """benchmark() judges JAX work as if it had run on an A100 (float32 19.5, TF32 156, BF16 312 TFLOP/s)."""
+    a100 = Accelerator("gpu", "NVIDIA A100-SXM4-40GB", "cupy", 40e9, 108, specs.lookup("NVIDIA A100-SXM4-40GB"))
+    monkeypatch.setattr(timing, "hardware", lambda: Hardware(fake_cpu, (a100,), "gpu", "local"))
+    monkeypatch.setattr(timing, "_device_kind", lambda backend, tree: "gpu" if backend == "jax" else "cpu")
+
+
+A = jnp.full((16, 16), 0.5, jnp.float32)
+
+
+def _roof(fn, *args) -> Peak:
+    return benchmark(fn, *args, budget=0.01, max_repeats=3).peak
+
+
+def test_a_jitted_float32_matmul_is_judged_by_tf32(on_an_a100):
+    peak = _roof(jax.jit(lambda a: (a @ a) @ a), A)
+    assert peak.flops == pytest.approx(156e12)
+    assert "published tf32 peak" in peak.source and "2 matmuls in the traced call, on tf32" in peak.source
+
+
+def test_a_per_call_highest_precision_is_honoured(on_an_a100):
+    peak = _roof(jax.jit(lambda a: jnp.matmul(a, a, precision=jax.lax.Precision.HIGHEST)), A)
+    assert peak.flops == pytest.approx(19.5e12)  # full float32 on the CUDA cores, under JAX's default setting
+    assert "on float32" in peak.source
+    assert _roof(lambda a: jnp.dot(a, a, precision="highest"), A).flops == pytest.approx(19.5e12)
+    assert _roof(lambda a: jnp.dot(a, a, precision=jax.lax.Precision.DEFAULT), A).flops == pytest.approx(156e12)
+
+
+def test_the_default_precision_in_force_is_honoured(on_an_a100):
+    f = jax.jit(lambda a: a @ a)
+    with jax.default_matmul_precision("highest"):
+        assert _roof(f, A).flops == pytest.approx(19.5e12)
+    assert _roof(f, A).flops == pytest.approx(156e12)  # the same function, traced again at the default
+
+
+def test_the_highest_roof_of_several_matmuls_judges(on_an_a100):
+    def two(a):
+        return jnp.dot(a, a, precision="highest") + jnp.dot(a, a)
+
+    peak = _roof(two, A)
+    assert peak.flops == pytest.approx(156e12) and "on float32, tf32" in peak.source
+
+
+def test_bf16_matmuls_inside_float32_work_are_judged_by_bf16(on_an_a100):
+    def one_pass(a):
+        b = a.astype(jnp.bfloat16)
+        return jnp.matmul(b, b, preferred_element_type=jnp.float32)
+
+    assert _roof(one_pass, A).flops == pytest.approx(312e12)
+    assert _roof(lambda a: jnp.dot(a, a, precision="BF16_BF16_F32"), A).flops == pytest.approx(312e12)
+
+
+def test_matmuls_in_nested_jaxprs_are_found(on_an_a100):
+    def scanned(a):
+        return jax.lax.scan(lambda c, _: (jnp.dot(c, a, precision="highest"), None), a, None, length=2)[0]
+
+    peak = _roof(jax.jit(lambda a: jax.lax.cond(a[0, 0] > 0, scanned, lambda b: b, a)), A)
+    assert peak.flops == pytest.approx(19.5e12) and "1 matmul in the traced call, on float32" in peak.source
+
+
+def test_work_without_a_matmul_is_judged_by_the_cuda_cores(on_an_a100):
+    peak = _roof(jax.jit(lambda a: 2.0 * a + 1.0), A)
+    assert peak.flops == pytest.approx(19.5e12) and "no matmul" in peak.source
+
+
+def test_a_call_that_cannot_be_traced_is_judged_by_the_setting_and_says_so(on_an_a100):
+    def untraceable(a):
+        return jnp.asarray(float((a @ a).sum()))  # float() of a traced value fails
+
+    peak = _roof(untraceable, A)
+    assert peak.flops == pytest.approx(156e12)
+    assert "could not be traced (ConcretizationTypeError)" in peak.source
+    assert "JAX's default matmul precision is None" in peak.source
+    with jax.default_matmul_precision("float32"):
+        assert _roof(untraceable, A).flops == pytest.approx(19.5e12)
+
+
+def test_tracing_is_bounded_by_max_time_too(on_an_a100):
+    def slow_to_trace(a):
+        b = a @ a
+        while isinstance(b, jax.core.Tracer):  # runs only while the call is traced, never when it is timed
+            pass
+        return b
+
+    start = time.monotonic()
+    peak = benchmark(slow_to_trace, A, budget=0.01, max_repeats=3, max_time=0.5).peak
+    assert time.monotonic() - start < 3  # the trace gets what is left of max_time, at least 1 s
+    assert "tracing the call took over 1 s: judged by JAX's default matmul precision" in peak.source
+    assert peak.flops == pytest.approx(156e12)
+
+
+def test_a_precision_not_known_here_is_judged_by_the_highest_roof(on_an_a100, monkeypatch):
+    def unknown(precision):
+        raise ValueError("not known")
+
+    monkeypatch.setattr(timing, "jax_dot_roof", unknown)
+    peak = _roof(lambda a: a @ a, A)
+    assert peak.flops == pytest.approx(312e12)  # never a lower roof than the matmul may reach
+    assert "no roof on file for unknown: judged by the highest" in peak.source
+
+
+def test_the_call_is_traced_only_where_the_roof_depends_on_it(monkeypatch, fake_cpu, on_an_a100):
+    def must_not_trace(fn, args):
+        raise AssertionError("traced")
+
+    monkeypatch.setattr(timing, "_jax_matmul_roofs", must_not_trace)
+    assert benchmark(np.matmul, np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), budget=0.01).peak
+    assert _roof(lambda a: a @ a, A.astype(jnp.bfloat16)).flops == pytest.approx(312e12)  # bf16: no TF32 question
+    t4 = Accelerator("gpu", "Tesla T4", "cupy", 16e9, 40, specs.lookup("Tesla T4"))
+    monkeypatch.setattr(timing, "hardware", lambda: Hardware(fake_cpu, (t4,), "gpu", "local"))
+    assert _roof(lambda a: a @ a, A).flops == pytest.approx(8.1e12)  # no TF32 on a T4
+
+
 # --- bad input ------------------------------------------------------------------------------------------
 
 
@@ -384,7 +562,8 @@ def test_bad_problem_size_is_refused(bad):
         benchmark(lambda: None, n=bad)
 
 
-@pytest.mark.parametrize(("name", "bad"), [("min_repeats", 0), ("max_repeats", 1.5), ("warmup", -1)])
+@pytest.mark.parametrize(("name", "bad"), [("min_repeats", 0), ("max_repeats", 1.5), ("warmup", -1), ("warmup", 0),
+                                         ("warmup", 10**6)])
 def test_bad_repeat_counts_are_refused(name, bad):
     with pytest.raises(ValueError, match=name):
         benchmark(lambda: None, **{name: bad})
