@@ -123,11 +123,9 @@ class Hardware:
                              f"got {device_kind!r}")
         kind = (device_kind or backends()[backend].device_kind) if backend in ("jax", "cupy") else "cpu"
         if kind == "cpu":
-            source = f"estimated: {self.cpu.formula()}"
-            if dtype == "float64":
-                source += f"; FP64 is half: {self.cpu.peak_fp64 / 1e9:,.0f} GFLOP/s"
-            return Peak(f"CPU ({self.cpu.cores.value} cores)", self.cpu.peak_flops(dtype),
-                        float(self.cpu.peak_bandwidth.value), source)
+            flops = self.cpu.peak_flops(dtype)  # float32, float64 and bfloat16 (bf16 units, or run in fp32)
+            source = f"estimated: {self.cpu.formula(dtype if flops is not None else 'float32')}"
+            return Peak(f"CPU ({self.cpu.cores.value} cores)", flops, float(self.cpu.peak_bandwidth.value), source)
         accel = next((a for a in self.accelerators if a.kind == kind), None)
         if accel is None or accel.spec is None:
             name = accel.name if accel else kind.upper()

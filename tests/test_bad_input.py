@@ -84,6 +84,7 @@ PUBLIC = [
     Public(timing.benchmark, {"fn": float, "budget": 0.01, "max_time": 2.0, "min_repeats": 1},
            {"fn": "benchmark"}),
     Public(h.hardware().peak, {"backend": "numpy", "dtype": "float32"}),
+    Public(h.hardware().cpu.formula, {"dtype": "bfloat16"}),
     Public(jax_dot_roof, {"precision": "highest"}),
     Public(timing.set_timing_budget, {"seconds": 0.5}, {"seconds": "timing budget"}),
     Public(h.to_backend, {"x": [1.0, 2.0], "name": "numpy"}, {"x": "array", "name": "backend"}),

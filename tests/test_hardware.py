@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from html import escape
@@ -12,7 +13,7 @@ import pytest
 
 from helpers import specs
 from helpers.backend import Backends, BackendStatus
-from helpers.cpu import cpu_info
+from helpers.cpu import Sourced, cpu_info
 from helpers.hardware import Accelerator, Hardware, hardware, where_we_run
 
 hardware_mod = importlib.import_module("helpers.hardware")  # `helpers.hardware` is also the function's name
@@ -61,6 +62,14 @@ def test_jax_on_the_cpu_is_judged_by_the_cpu():
         pytest.skip("JAX runs on an accelerator here")
     assert hw.peak("jax", "float32") == hw.peak("numpy", "float32")
     assert hw.peak("jax", "float32", device_kind="cpu") == hw.peak("numpy", "float32")
+
+
+def test_bf16_on_this_cpu_is_judged_by_its_bf16_peak():
+    hw = hardware()
+    peak = hw.peak("jax", "bfloat16", device_kind="cpu")
+    assert peak.flops == cpu_info().peak_bf16 >= cpu_info().peak_fp32
+    assert peak.source == f"estimated: {cpu_info().formula('bfloat16')}"
+    assert cpu_info().sources()["bf16"] in peak.source
 
 
 # --- where we run ------------------------------------------------------------------------------------------
@@ -166,6 +175,23 @@ def test_fake_cpu_roof(fake_cpu):
     peak = _with(fake_cpu).peak("numpy")
     assert peak.flops == pytest.approx(192e9) and peak.bandwidth == 20e9
     assert peak.device == "CPU (2 cores)"
+
+
+def test_cpu_bf16_roofs(fake_cpu):
+    # without bf16 units, bf16 runs in fp32: the FP32 peak, and the source says so
+    plain = _with(fake_cpu).peak("jax", "bfloat16", device_kind="cpu")
+    assert plain.flops == pytest.approx(192e9) and plain.device == "CPU (2 cores)"
+    assert "convert bf16 to fp32" in plain.source and fake_cpu.formula() in plain.source
+    # AMX-BF16: 2 cores x 3 GHz x 1,024 bf16 FLOP/cycle
+    amx = dataclasses.replace(fake_cpu, bf16_rate=Sourced(1024, "test AMX-BF16 tile unit"))
+    peak = _with(amx).peak("jax", "bfloat16", device_kind="cpu")
+    assert peak.flops == pytest.approx(2 * 3e9 * 1024) and peak.bandwidth == 20e9
+    assert peak.source == ("estimated: 2 cores x 3.00 GHz x 1,024 bf16 FLOP/cycle = 6,144 GFLOP/s "
+                           "(test AMX-BF16 tile unit)")
+    assert _with(amx).peak("numpy", "float32").flops == pytest.approx(192e9)  # float32 keeps its own roof
+    fp64 = _with(amx).peak("numpy", "float64")
+    assert fp64.flops == pytest.approx(96e9) and fp64.source.endswith("; FP64 is half: 96 GFLOP/s")
+    assert _with(amx).peak("numpy", "float16").flops is None
 
 
 def test_report_lists_accelerators(fake_cpu):
