@@ -2,19 +2,22 @@
 
 Every backend gets the same start, the same mini-batches in the same order and the same learning rate, so
 loss curves and accuracies can be compared; speed is one epoch timed with `benchmark` (first call, with any
-compilation, apart). What a GPU would do is a prediction from published specs: every array operation of the
-hand-written step is traced with its FLOPs and bytes, and costs at least one kernel launch.
+compilation, apart). What a GPU would do is a prediction by `helpers.roofline`, the series' one performance
+model, for each way of running the step: CuPy (every traced array operation is one call and one kernel), JAX
+(XLA's compiled step, its kernels counted from the compiled program), one jit per epoch, and Keras.
 
-    tr = training.trainer("jax", lr=0.2)               # or "numpy", "cupy", "jax-scan", "keras"
-    run = training.train(tr, data, params, order)      # losses per step, test accuracy, final weights
-    t = training.time_epoch(tr, data, params, order[0])   # a Timing of one epoch
-    training.predict_epoch("NVIDIA T4", batch=32, hidden=64, steps=42)   # roofline + launch floor
+    tr = h.training.trainer("jax", lr=0.2)             # or "numpy", "cupy", "jax-scan", "keras"
+    run = h.training.train(tr, data, params, order)    # losses per step, test accuracy, final weights
+    t = h.training.time_epoch(tr, data, params, order[0])   # a Timing of one epoch
+    h.training.predict_epoch("NVIDIA T4", batch=32, hidden=64, steps=42, kind="jax")   # helpers.roofline
 """
 
 from __future__ import annotations
 
 import math
+import re
 import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,18 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from . import mlp
+from . import mlp, roofline
 from .backend import array_module, backends, check_name, to_backend, to_numpy
-from .specs import LAUNCH_SECONDS
 from .timing import NoisyTimingWarning, Timing, benchmark, crossover, format_seconds
-from .validate import positive_int
+from .validate import finite, positive_int
 
 #: What `trainer()` can build: the hand-written step on NumPy or CuPy, JAX one jitted step at a time or a
 #: whole epoch per call (lax.scan), and Keras 3 on the JAX backend.
 KINDS = ("numpy", "cupy", "jax", "jax-scan", "keras")
-#: Seconds one kernel launch costs at least: the low end of "roughly 10 to 50 microseconds" per CuPy call
-#: (helpers.specs.LAUNCH_SECONDS, from the CuPy and JAX docs; chapter 03 measures it). The low end favours the GPU.
-LAUNCH_FLOOR = LAUNCH_SECONDS[0]
 
 
 @dataclass(frozen=True)
@@ -207,12 +206,13 @@ def train(tr: Trainer, data: mlp.Digits, params: mlp.Params, order: Any) -> Run:
                tr.weights(state))
 
 
-def time_epoch(tr: Trainer, data: mlp.Digits, params: mlp.Params, idx: Any, budget: float = 0.3,
+def time_epoch(tr: Trainer, data: mlp.Digits, params: mlp.Params, idx: Any, budget: float | None = None,
                label: str | None = None, min_repeats: int = 5) -> Timing:
     """Time one epoch (the batches `idx`, shape (steps, batch)) with `benchmark`: the first call, which compiles
     on JAX, apart; FLOPs and bytes counted from the hand-written step, so GFLOP/s and fraction of peak show.
 
     Every call starts from the same `params` (Keras goes on training its model: the work is the same).
+    budget: seconds of repeated timing (None: the chapter's, h.set_timing_budget).
     """
     idx = _check_order(idx, len(data.y_train))
     if len(idx) != 1:
@@ -263,6 +263,8 @@ class StepWork:
     #: Bytes of device memory one step needs at most: parameters and a batch, and every array the step makes (an
     #: upper bound: a real run frees temporaries as it goes).
     memory: int = 0
+    #: Bytes of the parameters (weights and biases), which the SGD update reads and writes once.
+    parameters: int = 0
 
     @property
     def launches(self) -> int:
@@ -381,30 +383,122 @@ def trace_step(batch: int, n_in: int = 64, hidden: int = 64, n_out: int = 10) ->
 
     kernels = tuple(op.kernel(size) for op in _traced_ops())
     b, i, h, o = sizes["batch"], sizes["n_in"], sizes["hidden"], sizes["n_out"]
-    given = 4 * (i * h + h + h * o + o) + 4 * b * i + 4 * b  # float32 parameters and x, int32 labels
-    return StepWork(kernels, given + sum(k.written for k in kernels))
+    parameters = 4 * (i * h + h + h * o + o)  # float32
+    given = parameters + 4 * b * i + 4 * b  # the parameters, float32 x and int32 labels
+    return StepWork(kernels, given + sum(k.written for k in kernels), parameters)
+
+
+# ------------------------------------------------------------------------ the kernels of XLA's compiled step
+
+
+#: Instructions of a compiled XLA program that launch no kernel: arguments, constants, tuples and views of them,
+#: ordering tokens, and the second halves of asynchronous pairs (each pair is counted at its start).
+NOT_KERNELS = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all",
+                         "add-dependency", "opt-barrier", "partition-id", "replica-id", "domain", "async-update",
+                         "async-done", "copy-done"})
+_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\{\s*$")  # '%fused_computation.2 (p: f32[2]) -> ... {'
+_INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.*?\s([a-z][a-z0-9\-]*)\((.*)$")  # '  %d = f32[] dot(..'
+_CALLED = re.compile(r"\b(?:to_apply|calls)=%?([\w.\-]+)")
+
+
+def _kernels_in(hlo_text: str) -> Counter[str]:
+    """The kernels the ENTRY computation of a compiled HLO module launches, by opcode.
+
+    A `call` or `async-start` counts the kernels of the computation it runs (XLA:GPU wraps runs of kernels in
+    command buffers this way); a fusion is one kernel, whatever it fuses.
+    """
+    computations: dict[str, list[tuple[str, str]]] = {}
+    entry, current = None, None
+    for line in hlo_text.splitlines():
+        head = _COMPUTATION.match(line)
+        if head:
+            current = computations.setdefault(head[2], [])
+            entry = head[2] if head[1] else entry
+            continue
+        op = _INSTRUCTION.match(line)
+        if op and current is not None:
+            called = _CALLED.search(op[2])
+            current.append((op[1], called[1] if called else ""))
+    if entry is None:
+        raise ValueError("no ENTRY computation in this text: pass XLA's compiled program, "
+                         "jax.jit(f).lower(...).compile().as_text()")
+
+    def count(name: str) -> Counter[str]:
+        found: Counter[str] = Counter()
+        for opcode, called in computations[name]:
+            if opcode in ("call", "async-start") and called in computations:
+                found.update(count(called))
+            elif opcode not in NOT_KERNELS:
+                found[opcode] += 1
+        return found
+
+    return count(entry)
+
+
+@dataclass(frozen=True)
+class KernelCount:
+    """The kernels of XLA's compiled program for one training step, by instruction, and which XLA compiled it."""
+
+    platform: str  # "cpu", "gpu" or "tpu": the device JAX compiled for
+    by_op: tuple[tuple[str, int], ...]  # (opcode, kernels), most first: ("fusion", 21), ("dot", 2)
+
+    @property
+    def total(self) -> int:
+        """Kernels per step."""
+        return sum(n for _, n in self.by_op)
+
+    def __str__(self) -> str:
+        return f"{self.total} kernels (XLA:{self.platform.upper()}: {', '.join(f'{n} {op}' for op, n in self.by_op)})"
+
+
+def xla_kernels(batch: int, n_in: int = 64, hidden: int = 64, n_out: int = 10) -> KernelCount:
+    """The kernels XLA compiles one jitted float32 training step (`mlp.jax_step`) into, on this JAX's device.
+
+    The rule: compile the real step for these shapes, then count the instructions of the compiled program's ENTRY
+    computation that do work (a fusion, a dot, a custom-call such as cuBLAS, a reduce, a copy, ...), one kernel
+    each; arguments, constants, tuples and bitcasts (NOT_KERNELS) launch nothing. On a CPU this is XLA:CPU's count,
+    a proxy for XLA:GPU's: both fuse each chain of elementwise operations into one kernel, and the GPU may call
+    cuBLAS where the CPU runs a dot. When JAX runs on a GPU, this counts XLA:GPU's own program. Each shape is
+    compiled once (a fraction of a second) and its count kept.
+    """
+    return _xla_kernels(*(positive_int(name, value) for name, value in
+                          (("batch", batch), ("n_in", n_in), ("hidden", hidden), ("n_out", n_out))))
+
+
+@lru_cache(maxsize=256)
+def _xla_kernels(batch: int, n_in: int, hidden: int, n_out: int) -> KernelCount:
+    import jax
+    import jax.numpy as jnp
+
+    shapes = {"W1": (n_in, hidden), "b1": (hidden,), "W2": (hidden, n_out), "b2": (n_out,)}
+    params = {name: jax.ShapeDtypeStruct(shapes[name], jnp.float32) for name in mlp.PARAM_NAMES}
+    x, y = jax.ShapeDtypeStruct((batch, n_in), jnp.float32), jax.ShapeDtypeStruct((batch,), jnp.int32)
+    text = mlp.jax_step(0.1).lower(params, x, y).compile().as_text()  # the learning rate changes no kernel
+    return KernelCount(jax.default_backend(), tuple(_kernels_in(text).most_common()))
 
 
 # ---------------------------------------------------------------------------- predictions from published specs
 
 
+#: The ways of running the step that `predict_epoch` predicts on a GPU, in words.
+PREDICTED = {"cupy": "CuPy", "jax": "JAX jit per step", "jax-scan": "JAX jit per epoch", "keras": "Keras"}
+
+
 @dataclass(frozen=True)
 class Prediction:
-    """What published specs predict for one epoch of the hand-written step on a device we do not have here.
-
-    Each array operation costs its roofline time, max(FLOPs / peak, bytes / bandwidth), but never less than
-    one kernel launch (`floor`): a step of many tiny operations is bound by launches, not by the chip.
-    """
+    """What helpers.roofline predicts for one epoch of training on a device we do not have here, run as `kind`."""
 
     device: str
+    kind: str  # a key of PREDICTED
     steps: int
     batch: int
     hidden: int
-    launches: int  # per step
-    floor: float  # seconds per launch
-    roofline_step: float  # seconds per step if launches were free
-    seconds: float  # per epoch: steps x sum over operations of max(roofline time, floor)
-    launch_bound: int  # operations per step whose launch costs more than their roofline time
+    kernels: int  # device kernels per step: traced operations (CuPy), or XLA's compiled step (xla_kernels)
+    calls: int  # host calls per epoch
+    seconds: float  # per epoch
+    fixed: float  # per epoch, the same model with no FLOPs and no bytes: the calls' overheads and the kernel floors
+    roofs: float  # per epoch, the roofs alone (FLOPs / peak or bytes / bandwidth, the larger): no fixed cost
+    host_seconds: float = 0.0  # Keras: its own Python time per step, measured on this machine
     memory: int = 0  # bytes of device memory a step needs (an upper bound, StepWork.memory)
     device_memory: float = 0.0  # bytes the device has (published)
 
@@ -414,43 +508,84 @@ class Prediction:
         return not self.device_memory or self.memory <= self.device_memory
 
     @property
-    def label(self) -> str:
-        """'NVIDIA T4 (prediction)': never to be read as a measurement."""
-        return f"{self.device} (prediction)"
+    def backend(self) -> str:
+        """How the step runs: 'CuPy', 'JAX jit per step', 'JAX jit per epoch' or 'Keras'."""
+        return PREDICTED[self.kind]
 
     @property
-    def launch_step(self) -> float:
-        """Seconds per step the launches alone cost."""
-        return self.launches * self.floor
+    def label(self) -> str:
+        """'JAX jit per step on the NVIDIA T4 (prediction)': which backend, and never to be read as a measurement."""
+        return f"{self.backend} on the {self.device} (prediction)"
+
+    @property
+    def where(self) -> str:
+        """'NVIDIA T4 (prediction)': the device column of the closing table."""
+        return f"{self.device} (prediction)"
 
     def __str__(self) -> str:
+        host = f"; Keras's own host time {format_seconds(self.host_seconds)} per step" if self.kind == "keras" else ""
+        calls = f"{self.calls:,} call{'s' * (self.calls != 1)}"
         return (f"{self.label}: {format_seconds(self.seconds)} per epoch of {self.steps} steps (batch {self.batch}, "
-                f"hidden {self.hidden}); per step: launches {self.launches} x {format_seconds(self.floor)} = "
-                f"{format_seconds(self.launch_step)}, roofline {format_seconds(self.roofline_step)}; "
-                f"{self.launch_bound} of {self.launches} operations bound by their launch"
+                f"hidden {self.hidden}); {self.kernels} kernels per step in {calls} per epoch; fixed costs alone "
+                f"{format_seconds(self.fixed)}, the roofs alone {format_seconds(self.roofs)}{host}"
                 + ("" if self.fits else f"; DOES NOT FIT: a step needs up to {self.memory / 1e9:,.1f} GB, the "
                    f"device has {self.device_memory / 1e9:,.0f} GB"))
 
 
-def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 64, n_out: int = 10,
-                  floor: float = LAUNCH_FLOOR) -> Prediction:
-    """Predict one float32 epoch of the hand-written step on `device` (a name in helpers.specs).
+def fused_bytes(work: StepWork) -> int:
+    """Bytes a fused step moves, by rule: each matmul reads its inputs and writes its output once, and the update
+    reads and writes the parameters once; the elementwise work rides inside those kernels and moves nothing more."""
+    return sum(k.bytes for k in work.matmuls) + 2 * work.parameters
 
-    Its published float32 peak and bandwidth give each operation's roofline time (the traced bytes are float32
-    bytes: the CuPy step trains in float32); `floor` is the least one kernel launch costs.
+
+def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 64, n_out: int = 10,
+                  kind: str = "cupy", host_seconds: float | None = None) -> Prediction:
+    """Predict one float32 epoch on `device` (a name in helpers.specs), run as `kind`, as a sum of
+    helpers.roofline.predict_seconds calls, each timed "pipelined" (the loop queues its calls and waits once):
+
+    - "cupy": every array operation of trace_step is one CuPy call of one kernel (a matmul at cuBLAS's efficiency).
+    - "jax": one "jax_gpu" call per step, of xla_kernels() kernels; the step's FLOPs, and fused_bytes().
+    - "jax-scan": the same work in one call per epoch: steps x kernels.
+    - "keras": "jax" plus `host_seconds` per step: Keras's own Python bookkeeping per train_on_batch, host time a
+      GPU does not shorten, and which does not hide behind it (train_on_batch waits for each step's loss).
+      Measure it on this machine (Keras's seconds per step minus JAX's) and pass it in.
     """
     from . import specs
-    from .plots import predict_time
 
+    if not isinstance(kind, str) or kind not in PREDICTED:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, PREDICTED))}; got {kind!r:.40}")
+    if kind != "keras" and host_seconds is not None:
+        raise ValueError(f"host_seconds is Keras's own time per step; kind {kind!r} has none: leave it out")
+    if kind == "keras" and (host_seconds is None or not finite(host_seconds) or host_seconds < 0):
+        raise ValueError("host_seconds (Keras's own seconds per step, measured here: Keras minus JAX) must be a "
+                         f"finite number, zero or more; got {host_seconds!r:.40}")
     spec = specs.get(device)
     steps = positive_int("steps", steps)
-    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor >= 0:
-        raise ValueError(f"floor (seconds per kernel launch) must be a non-negative number, got {floor!r}")
     work = trace_step(positive_int("batch", batch), n_in, positive_int("hidden", hidden), n_out)
-    times = [predict_time(spec, k.flops, k.bytes, "float32") for k in work.kernels]
-    per_step = sum(max(t, floor) for t in times)
-    return Prediction(spec.name, steps, batch, hidden, work.launches, float(floor), sum(times), steps * per_step,
-                      sum(t < floor for t in times), work.memory, spec.memory_bytes)
+    device_kind = roofline.roofs(spec).kind
+    if kind == "cupy" and device_kind != "gpu":
+        raise ValueError(f"CuPy runs on GPUs, and the {spec.name} is not one: predict kind 'jax' for it")
+    kernels = work.launches if kind == "cupy" else xla_kernels(batch, n_in, hidden, n_out).total
+    calls = steps * work.launches if kind == "cupy" else 1 if kind == "jax-scan" else steps
+    host = float(host_seconds or 0.0)
+    moved = work.bytes if kind == "cupy" else fused_bytes(work)
+
+    def epoch(scale: int) -> float:
+        """Seconds per epoch by the definitions above; scale 0 keeps the fixed costs alone."""
+        if kind == "cupy":
+            return steps * sum(roofline.predict_seconds(spec, flops=scale * k.flops, bytes=scale * k.bytes,
+                                                        call="cupy", timed="pipelined", matmul=k.name == "matmul")
+                               for k in work.kernels)
+        return steps * host + roofline.predict_seconds(
+            spec, flops=scale * steps * work.flops, bytes=scale * steps * moved, calls=calls,
+            call=roofline.JAX_CALL[device_kind], kernels=steps * kernels // calls, timed="pipelined", matmul=True)
+
+    if kind == "cupy":
+        roofs = steps * sum(roofline.roofline_seconds(spec, flops=k.flops, bytes=k.bytes) for k in work.kernels)
+    else:
+        roofs = roofline.roofline_seconds(spec, flops=steps * work.flops, bytes=steps * moved)
+    return Prediction(spec.name, kind, steps, batch, hidden, kernels, calls, epoch(1), epoch(0), roofs, host,
+                      work.memory, spec.memory_bytes)
 
 
 # ------------------------------------------------------------------------------------------------------ sweeps
@@ -458,42 +593,62 @@ def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 
 
 @dataclass(frozen=True)
 class Sweep:
-    """Seconds per epoch measured on several trainers, and predicted for a device, as one size is varied."""
+    """Seconds per epoch measured on several trainers, and predicted on a GPU for each way of running the step
+    (CuPy, JAX, ...), as one size is varied."""
 
     vary: str  # "batch" or "hidden"
     values: tuple[int, ...]
     batch: int  # the batch size when hidden varies
     hidden: int  # the hidden width when batch varies
     timings: dict[str, list[Timing]]  # trainer label -> one Timing per value
-    predictions: tuple[Prediction, ...]
+    kinds: dict[str, str]  # trainer label -> its kind (KINDS)
+    predictions: dict[str, tuple[Prediction, ...]]  # predicted kind (PREDICTED) -> one Prediction per value
 
     def _timings(self, label: str) -> list[Timing]:
         if label not in self.timings:
             raise KeyError(f"no trainer labelled {label!r} in this sweep; it timed: {', '.join(self.timings)}")
         return self.timings[label]
 
+    def _predictions(self, kind: str) -> tuple[Prediction, ...]:
+        if kind not in self.predictions:
+            raise KeyError(f"no prediction of kind {kind!r} in this sweep; it predicted: {', '.join(self.predictions)}")
+        return self.predictions[kind]
+
     def seconds(self, label: str) -> np.ndarray:
         """Median seconds per epoch of one trainer, per value."""
         return np.array([t.median for t in self._timings(label)])
 
-    def crossover(self, label: str) -> int | None:
-        """The first value from which the prediction beats the measured trainer `label`, or None if it never does."""
-        return crossover(self.values, self.seconds(label), [p.seconds for p in self.predictions])
+    def predicted(self, kind: str) -> np.ndarray:
+        """Predicted seconds per epoch of one kind ('cupy', 'jax', ...), per value."""
+        return np.array([p.seconds for p in self._predictions(kind)])
+
+    def crossover(self, label: str, kind: str = "cupy") -> int | None:
+        """The first value from which `kind`'s prediction beats the measured trainer `label` at every larger value
+        too, or None if it never does."""
+        return crossover(self.values, self.seconds(label), self.predicted(kind))
 
 
 def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequence[int], batch: int = 32,
-          hidden: int = 64, device: str = "NVIDIA T4", budget: float = 0.1, seed: int = 0) -> Sweep:
+          hidden: int = 64, device: str = "NVIDIA T4", budget: float | None = None, seed: int = 0,
+          host_seconds: float | None = None) -> Sweep:
     """Time one epoch of every trainer at each value of `vary` ('batch' or 'hidden'), and predict `device`.
 
-    Quick timings vary; NoisyTimingWarning is silenced here (rerun, or raise budget, for steadier numbers).
+    Predicted: CuPy always, and each JAX or Keras kind among the trainers (a Keras trainer needs `host_seconds`, as
+    predict_epoch does). budget: seconds of timing per epoch timed (None: the chapter's, h.set_timing_budget).
+    Quick timings vary; NoisyTimingWarning is silenced here (rerun, or raise the budget, for steadier numbers).
     """
     if vary not in ("batch", "hidden"):
         raise ValueError(f"vary must be 'batch' or 'hidden', got {vary!r}")
     values = tuple(positive_int(vary, v) for v in values)
     if not values or not trainers:
         raise ValueError("sweep() needs at least one trainer and one value")
+    swept = {tr.kind for tr in trainers}
+    kinds = ["cupy"] + [kind for kind in PREDICTED if kind != "cupy" and kind in swept]
+    if ("keras" in kinds) != (host_seconds is not None):
+        raise ValueError("host_seconds (Keras's own seconds per step, measured here) goes with a Keras trainer: "
+                         "give both or neither")
     timings: dict[str, list[Timing]] = {tr.label: [] for tr in trainers}
-    predictions = []
+    predictions: dict[str, list[Prediction]] = {kind: [] for kind in kinds}
     for value in values:
         b, hd = (value, hidden) if vary == "batch" else (batch, value)
         params = mlp.init_params(data.n_features, hd, data.n_classes, seed)
@@ -503,33 +658,45 @@ def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequ
             for tr in trainers:
                 timings[tr.label].append(time_epoch(tr, data, params, idx, budget, f"{tr.label}, {vary} {value}",
                                                       min_repeats=3))
-        predictions.append(predict_epoch(device, b, hd, idx.shape[0], data.n_features, data.n_classes))
-    return Sweep(vary, values, batch, hidden, timings, tuple(predictions))
+        for kind in kinds:
+            predictions[kind].append(predict_epoch(device, b, hd, idx.shape[0], data.n_features, data.n_classes,
+                                                   kind, host_seconds if kind == "keras" else None))
+    return Sweep(vary, values, batch, hidden, timings, {tr.label: tr.kind for tr in trainers},
+                 {kind: tuple(preds) for kind, preds in predictions.items()})
 
 
 def sweep_report(sw: Sweep) -> str:
-    """One line per measured trainer: from which size on the prediction beats it, and its speed at the largest."""
-    device = sw.predictions[0].label
+    """Per measured trainer: its speed at the largest size, then from which size on each GPU prediction beats it."""
     lines = []
     for label, timings in sw.timings.items():
-        cross = sw.crossover(label)
-        where = f"from {sw.vary} {cross:,} on" if cross else f"at no {sw.vary} measured"
         big = timings[-1]
         rate = "" if big.gflops is None else f", {big.gflops:,.1f} GFLOP/s"
         share = "" if big.fraction_of_peak is None else f" ({big.fraction_of_peak:.0%} of the {big.peak.device} peak)"
-        lines.append(f"{label}: {device} is faster {where}; at {sw.vary} {sw.values[-1]:,}: "
-                     f"{format_seconds(big.median)} per epoch{rate}{share}")
+        lines.append(f"{label}, measured here: {format_seconds(big.median)} per epoch at {sw.vary} "
+                     f"{sw.values[-1]:,}{rate}{share}")
+        for kind, preds in sw.predictions.items():
+            cross = sw.crossover(label, kind)
+            where = f"from {sw.vary} {cross:,} on" if cross else f"at no {sw.vary} measured"
+            lines.append(f"  {preds[0].label} beats {label} here {where}")
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------------- figures
 
 
+def _kind_colour(kind: str) -> str:
+    """The series colour of a way of running the step: its backend's, or one of style.OTHER_COLOURS for the two
+    that share JAX with the jit-per-step trainer (jit per epoch, Keras)."""
+    from .style import OTHER_COLOURS, colour
+
+    return {"jax-scan": OTHER_COLOURS[0], "keras": OTHER_COLOURS[1]}.get(kind) or colour(kind)
+
+
 def loss_figure(runs: Sequence[Run], title: str | None = None) -> Any:
     """The loss at every training step, one line per run: runs from the same start should lie on top of each other."""
     import plotly.graph_objects as go
 
-    from .plots import TEMPLATE, colour
+    from .style import TEMPLATE, colour
 
     if not runs:
         raise ValueError("loss_figure() needs at least one Run from training.train()")
@@ -547,32 +714,29 @@ def loss_figure(runs: Sequence[Run], title: str | None = None) -> Any:
 
 
 def sweep_figure(sw: Sweep, title: str | None = None) -> Any:
-    """Seconds per epoch against the varied size (log-log): measured lines, and the prediction as hollow markers."""
+    """Seconds per epoch against the varied size (log-log): measured lines solid, each backend's GPU prediction
+    dashed with hollow markers, in the colour of the backend it is for."""
     import plotly.graph_objects as go
 
-    from .plots import PREDICTION_COLOUR, REFERENCE_COLOUR, TEMPLATE, colour
+    from .style import TEMPLATE
 
     fig = go.Figure()
     xs = np.array(sw.values)
     for label, timings in sw.timings.items():
         fig.add_trace(go.Scatter(
             x=xs, y=sw.seconds(label), mode="lines+markers", name=f"{label}, measured here{_on(timings[0])}",
-            line=dict(color=colour(timings[0].backend), width=2.5),
+            line=dict(color=_kind_colour(sw.kinds[label]), width=2.5),
             customdata=[[format_seconds(t.median), f"{t.gflops:,.3g}"] for t in timings],
             hovertemplate=f"{escape(label)}<br>{sw.vary} %{{x}}: %{{customdata[0]}} per epoch, "
                           "%{customdata[1]} GFLOP/s<extra></extra>"))
-    device = sw.predictions[0].label
-    fig.add_trace(go.Scatter(
-        x=xs, y=[p.seconds for p in sw.predictions], mode="lines+markers", name=device,
-        line=dict(color=PREDICTION_COLOUR, dash="dash", width=2),
-        marker=dict(symbol="circle-open", size=11, line=dict(width=2.5)),
-        customdata=[[p.launch_bound, p.launches] for p in sw.predictions],
-        hovertemplate=f"{escape(device)}: %{{y:.3s}}s per epoch<br>%{{customdata[0]}} of %{{customdata[1]}} "
-                      "operations launch-bound<extra></extra>"))
-    fig.add_trace(go.Scatter(
-        x=xs, y=[p.steps * p.launch_step for p in sw.predictions], mode="lines",
-        name=f"its kernel launches alone ({format_seconds(sw.predictions[0].floor)} each)",
-        line=dict(color=REFERENCE_COLOUR, dash="dot", width=1.5), hoverinfo="skip"))
+    for kind, preds in sw.predictions.items():
+        fig.add_trace(go.Scatter(
+            x=xs, y=sw.predicted(kind), mode="lines+markers", name=preds[0].label,
+            line=dict(color=_kind_colour(kind), dash="dash", width=2),
+            marker=dict(symbol="circle-open", size=11, line=dict(width=2.5)),
+            customdata=[[format_seconds(p.seconds), p.kernels, f"{p.fixed / p.seconds:.0%}"] for p in preds],
+            hovertemplate=f"{escape(preds[0].label)}<br>{sw.vary} %{{x}}: %{{customdata[0]}} per epoch<br>"
+                          "%{customdata[1]} kernels per step; fixed costs %{customdata[2]} of it<extra></extra>"))
     fixed = f"hidden {sw.hidden}" if sw.vary == "batch" else f"batch {sw.batch}"
     x_title = "batch size (samples per step)" if sw.vary == "batch" else "hidden width (units)"
     fig.update_layout(template=TEMPLATE, height=460,
@@ -619,6 +783,7 @@ def summary_table(rows: Sequence[Row]) -> Any:
     return _markdown("\n".join(lines))
 
 
-__all__ = ["KINDS", "LAUNCH_FLOOR", "Kernel", "Prediction", "Row", "Run", "StepWork", "Sweep", "Trainer",
-           "accuracy", "device_name", "loss_figure", "predict_epoch", "samples_per_second", "summary_table", "sweep",
-           "sweep_figure", "sweep_report", "time_epoch", "trace_step", "train", "trainer"]
+__all__ = ["KINDS", "NOT_KERNELS", "PREDICTED", "Kernel", "KernelCount", "Prediction", "Row", "Run", "StepWork",
+           "Sweep", "Trainer", "accuracy", "device_name", "fused_bytes", "loss_figure", "predict_epoch",
+           "samples_per_second", "summary_table", "sweep", "sweep_figure", "sweep_report", "time_epoch", "trace_step",
+           "train", "trainer", "xla_kernels"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import backend, mlp, specs, training
+from helpers import backend, mlp, roofline, specs, training
 from helpers.hardware import Peak
 from helpers.timing import Timing
 
@@ -124,19 +124,105 @@ def test_trace_step_counts_the_operations_that_run() -> None:
         training.trace_step(8, 5, 2.5, 3)
 
 
-def test_predictions_are_launch_bound_when_small_and_roofline_bound_when_big() -> None:
-    t4 = specs.get("NVIDIA T4")
-    small = training.predict_epoch("NVIDIA T4", batch=32, hidden=64, steps=42)
-    assert small.device == "NVIDIA T4" and small.label == "NVIDIA T4 (prediction)"
-    assert small.launch_bound == small.launches == 36
-    assert small.seconds == pytest.approx(42 * 36 * training.LAUNCH_FLOOR)
-    free = training.predict_epoch("NVIDIA T4", batch=32, hidden=64, steps=42, floor=0)
-    assert free.seconds == pytest.approx(42 * free.roofline_step) and free.launch_bound == 0
-    work = training.trace_step(32)
-    assert free.roofline_step >= max(work.flops / t4.peak_for("float32"), work.bytes / t4.peak_bandwidth)
-    big = training.predict_epoch("NVIDIA T4", batch=1024, hidden=16384, steps=1)
-    assert big.launch_bound < big.launches and big.seconds > big.launches * big.floor
-    assert "NVIDIA T4 (prediction): " in str(small)
+def _entry(hlo_text: str) -> list[str]:
+    """The instruction lines of the ENTRY computation of a compiled HLO module."""
+    block = hlo_text[hlo_text.index("\nENTRY"):]
+    return block[:block.index("\n}")].splitlines()[2:]  # after the blank split and the header line
+
+
+def test_xla_kernels_counts_the_work_instructions_of_the_compiled_step() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    count = training.xla_kernels(32, 64, 64, 10)
+    shapes = {"W1": (64, 64), "b1": (64,), "W2": (64, 10), "b2": (10,)}
+    params = {name: jax.ShapeDtypeStruct(shape, jnp.float32) for name, shape in shapes.items()}
+    text = mlp.jax_step(0.2).lower(params, jax.ShapeDtypeStruct((32, 64), jnp.float32),
+                                   jax.ShapeDtypeStruct((32,), jnp.int32)).compile().as_text()
+    bookkeeping = ("parameter(", "constant(", "tuple(", "get-tuple-element(", "bitcast(")
+    work = [line for line in _entry(text) if not any(f" {op}" in line.split(", metadata")[0] for op in bookkeeping)]
+    assert count.total == len(work) and count.platform == jax.default_backend()
+    assert dict(count.by_op) == {op: sum(f" {op}(" in line for line in work) for op, _ in count.by_op}
+    assert count.total < training.trace_step(32).launches == 36, "XLA fuses the 36 operations into fewer kernels"
+    assert str(count).startswith(f"{count.total} kernels (XLA:{count.platform.upper()}: ")
+    assert training.xla_kernels(32, 64, 64, 10) is count, "one compile per shape"
+
+
+def test_kernel_count_follows_calls_into_command_buffers() -> None:
+    # XLA:GPU's compiled program wraps kernels in a command buffer that ENTRY calls: its kernels are counted.
+    text = """HloModule jit_step, is_scheduled=true
+
+%fused_computation (param_0: f32[8]) -> f32[8] {
+  %param_0 = f32[8]{0} parameter(0)
+  ROOT %negate = f32[8]{0} negate(%param_0)
+}
+
+%command_buffer (p0: f32[8], p1: f32[8,8]) -> (f32[8], f32[8]) {
+  %p0 = f32[8]{0} parameter(0)
+  %p1 = f32[8,8]{1,0} parameter(1)
+  %loop_negate_fusion = f32[8]{0} fusion(%p0), kind=kLoop, calls=%fused_computation
+  %cublas-gemm.1 = (f32[8]{0}, s8[64]{0}) custom-call(%p1, %p0), custom_call_target="__cublas$gemm"
+  %get-tuple-element = f32[8]{0} get-tuple-element(%cublas-gemm.1), index=0
+  ROOT %tuple = (f32[8]{0}, f32[8]{0}) tuple(%loop_negate_fusion, %get-tuple-element)
+}
+
+ENTRY %main.5 (x: f32[8], w: f32[8,8]) -> (f32[8], f32[8]) {
+  %x = f32[8]{0} parameter(0)
+  %w = f32[8,8]{1,0} parameter(1)
+  %copy = f32[8]{0} copy(%x)
+  ROOT %call = (f32[8]{0}, f32[8]{0}) call(%copy, %w), to_apply=%command_buffer
+}
+"""
+    assert training._kernels_in(text) == {"fusion": 1, "custom-call": 1, "copy": 1}
+    with pytest.raises(ValueError, match="no ENTRY computation"):
+        training._kernels_in("HloModule m")
+
+
+def test_each_prediction_is_the_roofline_sum_it_is_defined_as() -> None:
+    t4, steps, host = specs.get("NVIDIA T4"), 42, 6e-4
+    work, k = training.trace_step(32), training.xla_kernels(32).total
+    cupy_call, jax_call = (roofline.OVERHEADS[name].value for name in ("cupy", "jax_gpu"))
+    # Pipelined calls: each costs the larger of its host overhead and its device time (helpers.roofline).
+    per_op = [max(cupy_call, roofline.device_seconds(t4, flops=op.flops, bytes=op.bytes, matmul=op.name == "matmul"))
+              for op in work.kernels]
+    # A fused step moves each matmul's inputs and output, and reads and writes the float32 parameters once.
+    moved = sum(op.bytes for op in work.matmuls) + 2 * 4 * (64 * 64 + 64 + 64 * 10 + 10)
+    fused_step = roofline.device_seconds(t4, flops=work.flops, bytes=moved, kernels=k, matmul=True)
+    fused_epoch = roofline.device_seconds(t4, flops=steps * work.flops, bytes=steps * moved, kernels=steps * k,
+                                          matmul=True)
+    expected = {"cupy": steps * sum(per_op), "jax": steps * max(jax_call, fused_step),
+                "jax-scan": max(jax_call, fused_epoch), "keras": steps * max(jax_call, fused_step) + steps * host}
+    got = {kind: training.predict_epoch("NVIDIA T4", 32, 64, steps, kind=kind,
+                                        host_seconds=host if kind == "keras" else None) for kind in expected}
+    for kind, prediction in got.items():
+        assert prediction.seconds == pytest.approx(expected[kind]), kind
+        assert prediction.kind == kind and prediction.steps == steps
+    assert (got["cupy"].kernels, got["cupy"].calls) == (36, 36 * steps)
+    assert [(got[kind].kernels, got[kind].calls) for kind in ("jax", "jax-scan", "keras")] == [
+        (k, steps), (k, 1), (k, steps)]
+    assert got["keras"].seconds == pytest.approx(got["jax"].seconds + host * steps)
+    assert got["jax"].label == "JAX jit per step on the NVIDIA T4 (prediction)"
+    assert got["cupy"].where == "NVIDIA T4 (prediction)" and str(got["keras"]).startswith("Keras on the NVIDIA T4")
+
+
+def test_fusing_predicts_a_faster_epoch_and_scanning_no_slower() -> None:
+    for batch, hidden in ((16, 16), (32, 64), (64, 256)):
+        cupy, jax_step, scan = (training.predict_epoch("NVIDIA T4", batch, hidden, 42, kind=kind)
+                                for kind in ("cupy", "jax", "jax-scan"))
+        assert scan.seconds <= jax_step.seconds < cupy.seconds
+        # On the T4 a fused step's kernels outlast its dispatch, so the dispatch a scan saves was hidden anyway.
+        assert scan.seconds == pytest.approx(jax_step.seconds)
+    # Where calls are not hidden (a TPU, predicted synced by helpers.roofline), one call per epoch wins outright.
+    tpu_step, tpu_scan = (training.predict_epoch("TPU v5e", 32, 64, 42, kind=kind) for kind in ("jax", "jax-scan"))
+    assert tpu_scan.seconds < tpu_step.seconds
+
+
+def test_predictions_are_fixed_cost_bound_when_small_and_roof_bound_when_big() -> None:
+    for kind in ("cupy", "jax"):
+        small = training.predict_epoch("NVIDIA T4", 32, 64, 42, kind=kind)
+        assert small.fixed > 0.9 * small.seconds and small.roofs < 0.1 * small.seconds
+        big = training.predict_epoch("NVIDIA T4", 1024, 16384, 1, kind=kind)
+        assert big.fixed < 0.2 * big.seconds and big.seconds > big.roofs > big.fixed
 
 
 def test_predict_epoch_rejects_bad_input() -> None:
@@ -144,53 +230,84 @@ def test_predict_epoch_rejects_bad_input() -> None:
         training.predict_epoch("GTX 280", 32, 64, 10)
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         training.predict_epoch("NVIDIA T4", 32, 64, 0)
-    with pytest.raises(ValueError, match="floor"):
-        training.predict_epoch("NVIDIA T4", 32, 64, 1, floor=-1e-6)
+    with pytest.raises(ValueError, match="kind must be one of 'cupy', 'jax', 'jax-scan', 'keras'; got 'numpy'"):
+        training.predict_epoch("NVIDIA T4", 32, 64, 1, kind="numpy")
+    with pytest.raises(ValueError, match="host_seconds .* must be a finite number, zero or more; got -1e-06"):
+        training.predict_epoch("NVIDIA T4", 32, 64, 1, kind="keras", host_seconds=-1e-6)
+    with pytest.raises(ValueError, match="host_seconds .*; got None"):
+        training.predict_epoch("NVIDIA T4", 32, 64, 1, kind="keras")
+    with pytest.raises(ValueError, match="kind 'jax' has none"):
+        training.predict_epoch("NVIDIA T4", 32, 64, 1, kind="jax", host_seconds=1e-4)
+    with pytest.raises(ValueError, match="CuPy runs on GPUs, and the TPU v5e is not one"):
+        training.predict_epoch("TPU v5e", 32, 64, 1, kind="cupy")
 
 
 def _fake_timing(seconds: float, label: str = "NumPy") -> Timing:
     return Timing(label, "numpy", "float32", np.array([seconds]), 1, seconds, flops=1e6)
 
 
+def _predictions(hiddens: tuple[int, ...]) -> dict[str, tuple[training.Prediction, ...]]:
+    return {kind: tuple(training.predict_epoch("NVIDIA T4", 32, h, 42, kind=kind) for h in hiddens)
+            for kind in ("cupy", "jax")}
+
+
 def test_crossover_is_where_the_prediction_wins_from_then_on() -> None:
-    preds = tuple(training.predict_epoch("NVIDIA T4", 32, h, 42) for h in (16, 64, 256, 1024))
-    p = preds[0].seconds  # the same at every width: launch-bound
+    preds = _predictions((16, 64, 256, 1024))
+    p = preds["cupy"][0].seconds  # nearly the same at every width: fixed-cost bound
     sw = training.Sweep("hidden", (16, 64, 256, 1024), 32, 64,
-                        {"NumPy": [_fake_timing(s * p) for s in (0.5, 2.0, 0.9, 3.0)]}, preds)
-    assert sw.crossover("NumPy") == 1024
+                        {"NumPy": [_fake_timing(s * p) for s in (0.5, 2.0, 0.9, 3.0)]}, {"NumPy": "numpy"}, preds)
+    assert sw.crossover("NumPy") == sw.crossover("NumPy", "cupy") == 1024
+    assert sw.crossover("NumPy", "jax") == 16, "a third of the CuPy prediction: the fused step wins at every width"
     sw.timings["NumPy"][2] = _fake_timing(1.5 * p)
     assert sw.crossover("NumPy") == 64
     sw.timings["NumPy"][3] = _fake_timing(0.1 * p)
     assert sw.crossover("NumPy") is None
     np.testing.assert_allclose(sw.seconds("NumPy"), [0.5 * p, 2 * p, 1.5 * p, 0.1 * p])
+    np.testing.assert_allclose(sw.predicted("jax"), [q.seconds for q in preds["jax"]])
     with pytest.raises(KeyError, match="no trainer labelled 'CuPy' in this sweep; it timed: NumPy"):
         sw.crossover("CuPy")
+    with pytest.raises(KeyError, match="no prediction of kind 'keras' in this sweep; it predicted: cupy, jax"):
+        sw.crossover("NumPy", "keras")
 
 
-def test_sweep_report_says_where_the_prediction_wins_even_without_a_known_peak() -> None:
-    preds = tuple(training.predict_epoch("NVIDIA T4", 32, h, 42) for h in (16, 64))
-    p = preds[0].seconds
+def test_sweep_report_says_which_prediction_wins_where_even_without_a_known_peak() -> None:
+    preds = _predictions((16, 64))
+    p = preds["cupy"][0].seconds
     on_gpu = _fake_timing(2 * p, "CuPy")
     on_gpu.peak = Peak("NVIDIA T4", 8.1e12, 320e9, "published")
     unknown = _fake_timing(2 * p, "JAX")  # a GPU with no published peaks on file: no fraction of peak
     sw = training.Sweep("hidden", (16, 64), 32, 64, {"NumPy": [_fake_timing(0.5 * p), _fake_timing(2 * p)],
-                                                     "CuPy": [on_gpu, on_gpu], "JAX": [unknown, unknown]}, preds)
+                                                     "CuPy": [on_gpu, on_gpu], "JAX": [unknown, unknown]},
+                        {"NumPy": "numpy", "CuPy": "cupy", "JAX": "jax"}, preds)
     lines = training.sweep_report(sw).splitlines()
-    assert lines[0].startswith("NumPy: NVIDIA T4 (prediction) is faster from hidden 64 on; at hidden 64: ")
-    assert lines[1].endswith(" GFLOP/s (0% of the NVIDIA T4 peak)") and lines[1].startswith("CuPy: ")
-    assert lines[2].endswith(" GFLOP/s") and "peak" not in lines[2]
+    assert lines[0].startswith("NumPy, measured here: ") and " per epoch at hidden 64, " in lines[0]
+    assert lines[1] == "  CuPy on the NVIDIA T4 (prediction) beats NumPy here from hidden 64 on"
+    assert lines[2] == "  JAX jit per step on the NVIDIA T4 (prediction) beats NumPy here from hidden 16 on"
+    assert lines[3].endswith(" GFLOP/s (0% of the NVIDIA T4 peak)") and lines[3].startswith("CuPy, measured here: ")
+    assert lines[6].endswith(" GFLOP/s") and "peak" not in lines[6] and len(lines) == 9
 
 
-def test_sweep_times_every_trainer_at_every_value(data: mlp.Digits) -> None:
-    sw = training.sweep([training.trainer("numpy", 0.1)], data, "batch", (512, 1024), hidden=8, budget=0.01)
-    assert sw.values == (512, 1024) and [t.n for t in sw.timings["NumPy"]] == [512, 1024]
-    assert [p.steps for p in sw.predictions] == [2, 1] and all(p.hidden == 8 for p in sw.predictions)
+def test_sweep_predicts_cupy_and_each_swept_kind(data: mlp.Digits) -> None:
+    numpy_only = training.sweep([training.trainer("numpy", 0.1)], data, "batch", (512, 1024), hidden=8, budget=0.01)
+    assert numpy_only.values == (512, 1024) and [t.n for t in numpy_only.timings["NumPy"]] == [512, 1024]
+    assert list(numpy_only.predictions) == ["cupy"] and numpy_only.kinds == {"NumPy": "numpy"}
+    assert [p.steps for p in numpy_only.predictions["cupy"]] == [2, 1]
+    trainers = [training.trainer("numpy", 0.1), training.trainer("jax", 0.1)]
+    sw = training.sweep(trainers, data, "hidden", (4, 8), batch=512, budget=0.01)
+    assert list(sw.predictions) == ["cupy", "jax"] and [p.hidden for p in sw.predictions["jax"]] == [4, 8]
     fig = training.sweep_figure(sw)
-    assert [trace.name for trace in fig.data] == [f"NumPy, measured here on {sw.timings['NumPy'][0].peak.device}",
-                                                  "NVIDIA T4 (prediction)",
-                                                  "its kernel launches alone (10 µs each)"]
+    where = sw.timings["NumPy"][0].peak.device
+    assert [trace.name for trace in fig.data] == [f"NumPy, measured here on {where}",
+                                                  f"JAX (jit per step), measured here on {where}",
+                                                  "CuPy on the NVIDIA T4 (prediction)",
+                                                  "JAX jit per step on the NVIDIA T4 (prediction)"]
+    assert fig.data[1].line.color == fig.data[3].line.color and fig.data[3].line.dash == "dash"
     with pytest.raises(ValueError, match="vary must be 'batch' or 'hidden'"):
         training.sweep([training.trainer("numpy", 0.1)], data, "depth", (1,))
+    with pytest.raises(ValueError, match="host_seconds .* goes with a Keras trainer"):
+        training.sweep([training.trainer("keras", 0.1)], data, "batch", (512,))
+    with pytest.raises(ValueError, match="host_seconds .* goes with a Keras trainer"):
+        training.sweep([training.trainer("numpy", 0.1)], data, "batch", (512,), host_seconds=1e-4)
 
 
 def test_loss_figure_draws_every_run(data: mlp.Digits, small_order: np.ndarray) -> None:
