@@ -5,6 +5,8 @@ numbers, and the reference answers the exercise checks compare against.
     h.lessons.show_source(h.workloads.matmul_loops)   # the code the notebook runs, not a copy of it
     h.lessons.arithmetic_units()            # this CPU, an NVIDIA T4 and a TPU v5e: multiply-adds per cycle
     h.lessons.line_bytecode(fn, "total +=") # the bytecode the interpreter runs for one line of fn
+    h.lessons.page_faults(fn, *args)        # page faults per call: fresh memory touched for the first time
+    h.lessons.cores_busy(fn, *args)         # CPU time over wall time: how many cores a call keeps busy
 
 The chapter map here is for readers inside notebooks/ (links relative to it, planned chapters marked
 "coming"); helpers.upkeep writes the README's map, with badges, for maintainers.
@@ -70,6 +72,57 @@ def line_bytecode(fn: Callable[..., Any], text: str) -> list[dis.Instruction]:
         if line == target:
             found.append(ins)
     return found
+
+
+#: The most calls page_faults and cores_busy make: each one runs the function.
+MOST_CALLS = 1000
+
+
+def _calls(fn: Any, calls: int, name: str) -> int:
+    """`calls`, checked, after checking that `fn` can be called."""
+    if not callable(fn):
+        raise TypeError(f"{name}() measures a function: its first argument must be callable, got "
+                        f"{type(fn).__name__} {fn!r:.60}. Pass the function and its arguments, e.g. "
+                        f"{name}(np.add, x, y), or wrap an expression: {name}(lambda: 2 * x + 3 * y)")
+    calls = positive_int("calls", calls)
+    if calls > MOST_CALLS:
+        raise ValueError(f"calls must be at most {MOST_CALLS:,} (each one runs the function); got {calls:,}")
+    return calls
+
+
+def page_faults(fn: Callable[..., Any], *args: Any, calls: int = 5) -> float | None:
+    """Page faults per call of `fn(*args)`, after one call to warm up; None where the OS does not count them.
+
+    A page fault here is the first touch of a fresh page of memory: the OS stops the program, finds a page and
+    fills it with zeros. Counted for the whole process (every thread) with getrusage (Linux and macOS).
+    """
+    calls = _calls(fn, calls, "page_faults")
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    from .backend import sync
+
+    sync(fn(*args))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        sync(fn(*args))
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+
+
+def cores_busy(fn: Callable[..., Any], *args: Any, calls: int = 5) -> float:
+    """How many cores `fn(*args)` keeps busy on average: CPU time of the whole process (every thread) over the
+    wall-clock time of `calls` calls, after one call to warm up. Threads that spin while they wait count too."""
+    import time
+
+    from .backend import sync
+
+    calls = _calls(fn, calls, "cores_busy")
+    sync(fn(*args))
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        sync(fn(*args))
+    return (time.process_time() - cpu) / (time.perf_counter() - wall)
 
 
 def _markdown(text: str) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import pkgutil
 import re
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ import nbformat
 import pytest
 from nbformat import NotebookNode
 
+import helpers
 from helpers import claims, project, upkeep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -374,6 +376,52 @@ def test_tags_and_exercises_follow_the_conventions(file: str) -> None:
     wrong = {index: text for index, text in untouched.items() if not text.lstrip().startswith("⏳")}
     assert not wrong, (f"check cells whose stored output does not start with ⏳: {wrong}; leave the exercises "
                        f"untouched and {EXECUTE}")
+
+
+# ---------------------------------------------------------------- house style: one way to reach the helpers
+
+
+#: Every module of the helpers package, as a notebook may reach it: `h.<name>`.
+HELPER_MODULES = frozenset(module.name for module in pkgutil.iter_modules(helpers.__path__))
+HELPERS_IMPORT = re.compile(r"\s*(import\s+helpers\.|from\s+helpers\b)")
+MODULE_ALIAS = re.compile(r"\s*[\w\s,()]+=\s*(h\.\w+(?:\s*,\s*h\.\w+)*)\s*,?\s*(#.*)?")
+TIMED = re.compile(r"\bh\.(benchmark|workloads\.measure)\(")
+
+
+def _code_lines(file: str) -> list[tuple[str, str]]:
+    """(where, line) for every line of every code cell: where is 'notebooks/FILE cell N line M'."""
+    return [(f"notebooks/{file} cell {index} line {number}", line)
+            for index, cell in enumerate(_stored(file).cells) if cell.cell_type == "code"
+            for number, line in enumerate(cell.source.splitlines(), start=1)]
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_helper_modules_are_reached_only_through_h(file: str) -> None:
+    """`import helpers as h`, then `h.workloads.x`, `h.plots.x`, ...: no second way in, and no alias per chapter."""
+    imports = [f"{where}: {line.strip()}" for where, line in _code_lines(file) if HELPERS_IMPORT.match(line)]
+    assert not imports, ("import helper modules through `import helpers as h` only (they load on first use as "
+                         "h.<module>); remove:\n  " + "\n  ".join(imports))
+    aliases = [f"{where}: {line.strip()}" for where, line in _code_lines(file)
+               if (found := MODULE_ALIAS.fullmatch(line))
+               and any(name.split(".", 1)[1].strip() in HELPER_MODULES for name in found.group(1).split(","))]
+    assert not aliases, "write h.<module>.x everywhere, not an alias of the module:\n  " + "\n  ".join(aliases)
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_timing_budget_is_set_once_before_the_first_timing(file: str) -> None:
+    """h.set_timing_budget(seconds) once, before the first h.benchmark or h.workloads.measure; no BUDGET passed
+    around (a call that needs another budget says why, with a literal budget=)."""
+    lines = _code_lines(file)
+    budget = [f"{where}: {line.strip()}" for where, line in lines if re.search(r"\bBUDGET\b", line)]
+    assert not budget, ("set the budget once with h.set_timing_budget(...) instead of a BUDGET variable passed to "
+                        "every call:\n  " + "\n  ".join(budget))
+    sets = [(position, where) for position, (where, line) in enumerate(lines) if "h.set_timing_budget(" in line]
+    timed = [(position, where) for position, (where, line) in enumerate(lines) if TIMED.search(line)]
+    assert len(sets) <= 1, f"h.set_timing_budget is called {len(sets)} times: {[where for _, where in sets]}"
+    if timed:
+        assert sets, f"notebooks/{file} times code ({timed[0][1]} first) but never calls h.set_timing_budget"
+        assert sets[0][0] < timed[0][0], (f"h.set_timing_budget ({sets[0][1]}) comes after the first timing "
+                                          f"({timed[0][1]})")
 
 
 @pytest.mark.parametrize("file", FILES)
