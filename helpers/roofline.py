@@ -62,6 +62,9 @@ class Roofs:
         if self.kind == "tpu" and dtype in ("float16", "float32", "float64"):  # as hardware.peak(): JAX runs float
             # matmuls on a TPU through the bf16 MXUs
             return self.compute[0]
+        if self.kind == "cpu" and dtype in ("bfloat16", "float16") and "float32" in self.dtypes:  # no bf16 unit:
+            # the CPU converts and multiplies at its fp32 rate
+            return self.roof("float32")
         raise ValueError(f"dtype {dtype!r}: {self.device} has no such roof on file; available: "
                          f"{', '.join(self.dtypes)}")
 
@@ -103,7 +106,7 @@ def roofs(device: Device) -> Roofs:
         compute = [Roof("float32", device.peak_fp32, "estimated", f"estimated: {device.formula()}"),
                    Roof("float64", device.peak_fp64, "estimated", "estimated: half the fp32 SIMD lanes")]
         bf16 = device.peak_flops("bfloat16")
-        if bf16:
+        if bf16 and bf16 > device.peak_fp32:  # a bf16 unit (AMX, AVX512_BF16); otherwise bf16 runs at fp32 speed
             compute.append(Roof("bfloat16", bf16, "estimated", f"estimated: {device.sources().get('bf16', '')}"))
         return Roofs(f"CPU: {device.model}", bw, _origin(device.peak_bandwidth.source) or "measured",
                      device.peak_bandwidth.source, tuple(sorted(compute, key=lambda r: -r.flops)), "cpu")

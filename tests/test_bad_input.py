@@ -77,6 +77,8 @@ PUBLIC = [
     Public(lessons.matmul_seconds, {"n": 64, "gflops": 10.0}),
     Public(lessons.show_source, {"obj": workloads.axpby}, {"obj": "show_source"}),
     Public(lessons.line_bytecode, {"fn": workloads.axpby, "text": "return"}, {"fn": "line_bytecode"}),
+    Public(lessons.page_faults, {"fn": float, "calls": 2}, {"fn": "page_faults"}),
+    Public(lessons.cores_busy, {"fn": float, "calls": 2}, {"fn": "cores_busy"}),
     Public(timing.format_seconds, {"seconds": 1.5}),
     Public(timing.format_fraction, {"fraction": 0.5}),
     Public(timing.crossover, {"sizes": [1, 2], "baseline_seconds": [1.0, 2.0], "other_seconds": [2.0, 1.0]}),

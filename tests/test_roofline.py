@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,16 @@ def test_attainable_below_and_above_the_ridge(cpu):
     assert roofline.attainable(cpu, 100.0, "float64") == pytest.approx(80e9)
     assert roofline.attainable(T4, 0.25) == pytest.approx(80e9)
     assert roofline.attainable(T4, 1000.0, "float16") == pytest.approx(65e12)
+
+
+def test_a_cpu_bf16_roof_only_where_a_bf16_unit_beats_fp32(cpu):
+    plain = roofline.roofs(cpu)  # no bf16 unit: bf16 runs at the fp32 rate, and no second roof at the same height
+    assert plain.dtypes == ["float32", "float64"]
+    assert plain.roof("bfloat16") is plain.roof("float32")
+    amx = roofline.roofs(dataclasses.replace(cpu, bf16_rate=Sourced(1024, "AMX test")))
+    assert amx.dtypes[0] == "bfloat16" and amx.roof("bfloat16").flops == pytest.approx(1024 * 2.5e9 * 2)
+    with pytest.raises(ValueError, match="available: bfloat16, float32, float64"):
+        amx.roof("int8")
 
 
 def test_roofline_seconds_against_hand_computed_t4_numbers():
