@@ -69,7 +69,8 @@ def _kind(value: Any) -> str:
     if isinstance(value, Real):
         return "number"
     if hasattr(value, "shape") and getattr(value, "shape", None) == () and hasattr(value, "dtype"):
-        return "number" if np.dtype(value.dtype).kind in "iuf" else "other"
+        kind = np.dtype(value.dtype).kind
+        return "bool" if kind == "b" else "number" if kind in "iuf" else "other"
     if hasattr(value, "shape") or isinstance(value, list | tuple):
         return "array"
     return "other"
@@ -113,6 +114,8 @@ def _judge(got: Any, want: Any, rtol: float, atol: float) -> str:
         if kind != "number":
             extra = " (a string, not a number: remove the quotes)" if isinstance(got, str) else ""
             return f"expected a number like {_short(want)}, got {type(got).__name__} {_short(got)}{extra}"
+        if _integral(want):  # a count: off by one is wrong however large it is
+            return "" if _same_whole_number(got, want) else f"got {_short(got)}, expected exactly {int(want)}"
         try:
             got_value, want_value = float(got), float(want)
         except OverflowError:
@@ -130,8 +133,9 @@ def _judge(got: Any, want: Any, rtol: float, atol: float) -> str:
     want_array = want_host.astype(bool if want_bool else float)
     if got_array.shape != want_array.shape:
         return f"shape {got_array.shape}, expected {want_array.shape}"
-    same = got_array == want_array if want_bool else np.isclose(got_array, want_array, rtol=rtol, atol=atol,
-                                                                 equal_nan=True)
+    exact = want_bool or want_host.dtype.kind in "iu"  # True/False and counts: no tolerance
+    same = got_array == want_array if exact else np.isclose(got_array, want_array, rtol=rtol, atol=atol,
+                                                            equal_nan=True)
     if same.all():
         return ""
     if not got_array.ndim:
@@ -140,6 +144,26 @@ def _judge(got: Any, want: Any, rtol: float, atol: float) -> str:
     where = tuple(int(i) for i in bad[0])
     return (f"{len(bad)} of {want_array.size} values differ; first at index {where}: got {got_array[where]:.6g}, "
             f"expected {want_array[where]:.6g}")
+
+
+def _integral(value: Any) -> bool:
+    """Whether `value` is a whole-number type (an int, or a NumPy integer scalar or 0-d array), not a bool."""
+    if isinstance(value, bool | np.bool_):
+        return False
+    if isinstance(value, int | np.integer):
+        return True
+    return getattr(value, "shape", None) == () and np.dtype(getattr(value, "dtype", object)).kind in "iu"
+
+
+def _same_whole_number(got: Any, want: Any) -> bool:
+    """Whether `got` is exactly the whole number `want` (12.0 counts as 12; 12.5 and 13 do not)."""
+    value = got.item() if hasattr(got, "item") else got
+    if isinstance(value, int):
+        return value == int(want)
+    try:
+        return float(value).is_integer() and int(value) == int(want)
+    except (OverflowError, ValueError, TypeError):
+        return False
 
 
 def _run_limited(code: Callable[[], Any], seconds: float, what: str) -> tuple[Any, str | None]:

@@ -11,12 +11,15 @@ be interrupted from Python: the limit takes effect when control comes back to Py
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 
 from .validate import positive_number
 
@@ -39,6 +42,7 @@ class Limit:
     what: str
     seconds: float
     deadline: float
+    raised: bool = False  # once raised, a second alarm means the learner's code swallowed it (a bare `except:`)
 
 
 _active: list[Limit] = []  # outermost first; the timer always fires at the nearest deadline
@@ -54,11 +58,53 @@ def available() -> str:
     return ""
 
 
-def _fire(signum: int, frame: object) -> None:
+def _fire(signum: int, frame: FrameType | None) -> None:
+    if frame is not None and frame.f_code.co_filename in _BOOKKEEPING:  # a limit is being entered or left: ending
+        if _active:  # it half-way would leave a limit behind or the handler not put back; try again shortly
+            signal.setitimer(signal.ITIMER_REAL, _AGAIN)
+        return
     due = [limit for limit in _active if limit.deadline <= time.monotonic() + 1e-3]
     if due:  # the outermost expired limit: the context it guards must end
-        raise TimeLimitExceeded(due[0])
+        limit = due[0]
+        if limit.raised:  # swallowed: raise at the next line too, which also reaches an `except:` clause's body
+            _raise_at_every_line(frame, limit)
+        limit.raised = True
+        signal.setitimer(signal.ITIMER_REAL, _AGAIN)  # and check again shortly, until the context ends
+        raise TimeLimitExceeded(limit)
     _arm()
+
+
+def _raise_at_every_line(frame: FrameType | None, limit: Limit) -> None:
+    """Trace the running code so that its next line raises again: a raise inside `except:` is not caught there."""
+    def tracer(traced: FrameType, event: str, arg: object) -> object:
+        if event == "line" and limit in _active and traced.f_code.co_filename not in _BOOKKEEPING:
+            raise TimeLimitExceeded(limit)
+        return tracer
+
+    if _Tracing.saved is _Tracing.NONE:
+        _Tracing.saved = sys.gettrace()
+    sys.settrace(tracer)
+    while frame is not None:
+        frame.f_trace, frame = tracer, frame.f_back
+
+
+class _Tracing:
+    """The trace function (a debugger's, coverage's) to put back when the limit that replaced it ends."""
+
+    NONE = object()
+    saved: object = NONE
+
+
+def _stop_tracing() -> None:
+    if _Tracing.saved is not _Tracing.NONE:
+        sys.settrace(_Tracing.saved)  # type: ignore[arg-type]
+        _Tracing.saved = _Tracing.NONE
+
+
+#: Seconds between repeated alarms once a limit has expired and its context has not ended yet.
+_AGAIN = 0.01
+#: Where the timer must not raise: this module's and contextlib's code, which enter and leave limits.
+_BOOKKEEPING = frozenset({__file__, contextlib.__file__})
 
 
 #: The longest the timer is set for at once (a day): a longer limit is re-armed when it fires, so any limit works
@@ -99,4 +145,5 @@ def time_limit(seconds: float, what: str) -> Iterator[Limit | None]:
         _active.remove(limit)
         _arm()
         if previous is not None:
+            _stop_tracing()
             signal.signal(signal.SIGALRM, previous)

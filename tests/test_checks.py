@@ -108,6 +108,21 @@ def test_check_value_rejects_far_off_numbers(got):
     assert not check_value(got, 100.0, "x").passed
 
 
+def test_a_count_off_by_one_is_wrong_however_large():
+    flops = 2 * 4096**3  # within any relative tolerance of flops + 1, but a different count
+    assert not check_value(flops + 1, flops, "FLOPs").passed
+    assert not check_function(lambda n: 2 * n**3 + 1, lambda n: 2 * n**3, [(4096,)], name="flops").passed
+    assert not check_function(lambda n: np.arange(n) + (np.arange(n) == n - 1), np.arange, [(10**6,)]).passed
+    assert check_value(float(flops), flops, "FLOPs").passed  # the same whole number as a float is right
+    assert check_value(np.int64(flops), flops, "FLOPs").passed
+    assert not check_value(12.5, 12, "bytes").passed
+
+
+def test_a_0d_bool_array_is_judged_as_true_or_false():
+    assert check_function(lambda x: np.array(x > 0), lambda x: x > 0, [(1,), (-1,)], name="positive").passed
+    assert not check_function(lambda x: np.array(x < 0), lambda x: x > 0, [(1,)], name="positive").passed
+
+
 # ---------------------------------------------------------------- what must never get a ✅, or a traceback
 
 

@@ -4,6 +4,7 @@ there is no limit (outside the main thread) the code runs and the learner is tol
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 
@@ -44,6 +45,42 @@ def test_except_exception_in_learner_code_cannot_swallow_the_limit() -> None:
 
     with pytest.raises(TimeLimitExceeded), time_limit(0.2, "stubborn"):
         stubborn()
+
+
+def test_a_bare_except_cannot_swallow_the_limit_and_a_trace_function_is_put_back() -> None:
+    def hidden() -> None:
+        while True:
+            try:
+                sum(range(1000))
+            except:  # noqa: E722 - what a learner might write: it catches even a BaseException
+                pass
+
+    def debugger(frame, event, arg):  # a debugger's or coverage's trace function
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(debugger)
+    try:
+        start = time.monotonic()
+        with pytest.raises(TimeLimitExceeded), time_limit(0.2, "hidden"):
+            hidden()
+        assert time.monotonic() - start < 2
+        assert sys.gettrace() is debugger
+    finally:
+        sys.settrace(previous)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_limit_falling_due_while_another_is_entered_or_left_leaves_nothing_behind() -> None:
+    before = signal.getsignal(signal.SIGALRM)
+    for _ in range(100):  # the outer limit falls due at a random point of the inner limits' bookkeeping
+        with pytest.raises(TimeLimitExceeded) as hit, time_limit(0.002, "outer") as outer:
+            while True:
+                with time_limit(10, "inner"):
+                    pass
+        assert hit.value.limit is outer
+        assert not limits._active and signal.getsignal(signal.SIGALRM) is before
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 def test_nested_limits_end_their_own_context() -> None:
