@@ -61,6 +61,17 @@ def fake_cpu() -> CPUInfo:
 
 
 @pytest.fixture
+def cpu() -> CPUInfo:
+    """Round numbers for roofline tests: 2 cores x 2.5 GHz x 2 FMA x 8 lanes x 2 = 160 GFLOP/s fp32, 80 fp64;
+    20 GB/s: ridges at 8 and 4 FLOP/B."""
+    return CPUInfo(
+        model="Test CPU", arch="x86_64", logical_cpus=2, cores=Sourced(2, "test"), simd="AVX2", simd_bits=256,
+        fma_units=Sourced(2, "test"), clock_hz=Sourced(2.5e9, "test"), nominal_clock_hz=None,
+        peak_bandwidth=Sourced(20e9, "measured here: test copy"),
+    )
+
+
+@pytest.fixture
 def fresh_backends():
     """backends() probed anew inside the test (after its monkeypatches) and again, unpatched, after it."""
     backend.backends.cache_clear()

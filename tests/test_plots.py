@@ -11,21 +11,10 @@ import plotly.io as pio
 import pytest
 
 from helpers import plots, specs, style
-from helpers.cpu import CPUInfo, Sourced
 from helpers.hardware import Peak
 from helpers.timing import Timing, compare
 
 T4 = specs.get("NVIDIA T4")
-
-
-@pytest.fixture
-def cpu() -> CPUInfo:
-    """2 cores x 2.5 GHz x 2 FMA x 8 lanes x 2 = 160 GFLOP/s fp32, 80 fp64; 20 GB/s: ridges at 8 and 4 FLOP/B."""
-    return CPUInfo(
-        model="Test CPU", arch="x86_64", logical_cpus=2, cores=Sourced(2, "test"), simd="AVX2", simd_bits=256,
-        fma_units=Sourced(2, "test"), clock_hz=Sourced(2.5e9, "test"), nominal_clock_hz=None,
-        peak_bandwidth=Sourced(20e9, "measured here: test copy"),
-    )
 
 
 PEAK = Peak("CPU (2 cores)", 160e9, 20e9, "estimated: test formula")
