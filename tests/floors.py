@@ -1,9 +1,10 @@
-"""Print pip requirements that pin JAX and Keras to the oldest releases pyproject.toml admits.
+"""Print pip requirements that pin JAX, Keras and pycparser to the oldest releases pyproject.toml admits.
 
     .venv/bin/uv pip install -e ".[dev]" $(python tests/floors.py)     # .ci/run: the unit tests on the floors
 
 The chapters lean hardest on JAX and Keras, whose behaviour changes between releases (Keras's per-batch loss,
-JAX's 64-bit switch); CI runs the unit tests once on these floors, once on the newest releases.
+JAX's 64-bit switch); pycparser's floor is the release Colab preinstalls, whose parser the CUDA C executor
+relies on. CI runs the unit tests once on these floors, once on the newest releases.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from packaging.requirements import Requirement
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 #: The packages pinned to their floor, and the ones that must move with them (jaxlib is released with jax).
-FLOORED = {"jax": ("jax", "jaxlib"), "keras": ("keras",)}
+FLOORED = {"jax": ("jax", "jaxlib"), "keras": ("keras",), "pycparser": ("pycparser",)}
 
 
 def floors(dependencies: list[str]) -> list[str]:
