@@ -2,8 +2,10 @@
 
 On a GPU a checker runs the learner's kernel at sizes that are not multiples of the block size and compares
 with NumPy. Without one it compiles the kernel with NVRTC for the T4 and the H100 (a compile error is a ❌
-with NVRTC's message), checks what can honestly be checked on a CPU (a Python twin in the grid model), and
-says plainly on a second line what it could not check. A source that still holds its TODO is "not attempted".
+with NVRTC's message) and runs the learner's CUDA C through the CPU executor (helpers.cuda_sim) at several
+awkward sizes: ✅ only when every result matches NumPy with no access out of bounds and no race, otherwise ❌
+with the first faulty thread, element and line. What it could not check is said plainly on a second line.
+A source that still holds its TODO is "not attempted".
 """
 
 from __future__ import annotations
@@ -13,11 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from . import grid, nvrtc
+from . import cuda_sim, grid, nvrtc
 from .checks import Verdict
 from .cuda import Elementwise, blocks_for, gpu_here
+from .cuda_c import CudaCError
+from .limits import TimeLimitExceeded, time_limit
 
 SEED = 3
+#: Seconds the CPU executor may take for one exercise's check (its step limit usually stops a runaway first).
+EXECUTOR_SECONDS = 30.0
 
 
 def _say(passed: bool, attempted: bool, message: str) -> Verdict:
@@ -67,6 +73,36 @@ def _compiled_only(title: str, compiled: bool, checked_here: str, not_run: str) 
     lines = [f"✅ {title}: {checked_here}{done}." if compiled else f"⚠️ {title}: {checked_here}{done}."]
     lines.append(f"   Not checked: {not_run}")
     return _say(compiled, True, "\n".join(lines))
+
+
+def _on_cpu(title: str, source: str, kernel: str, runs: list[tuple[str, Callable[[cuda_sim.Program], tuple[Any,
+            np.ndarray]]]], rtol: float = 1e-5, atol: float = 1e-6) -> str | Verdict:
+    """Run `kernel` of `source` through the CPU executor for each (description, run) in `runs`, where run(program)
+    launches it and gives (result, NumPy's answer). A ❌ Verdict at the first problem, else what was checked."""
+    where = "compiling it"
+    try:
+        with time_limit(EXECUTOR_SECONDS, title) as limit:
+            program = cuda_sim.Program(source)
+            if kernel not in program.kernels:
+                return _say(False, True, f"❌ {title}: no kernel called {kernel} (found: "
+                                         f"{', '.join(program.kernels)}); it needs extern \"C\" __global__ and "
+                                         "exactly that name, or the launch cannot find it")
+            for where, run in runs:
+                got, want = run(program)
+                bad = ~np.isclose(got, want, rtol=rtol, atol=atol)
+                if bad.any():
+                    first = tuple(int(i) for i in np.argwhere(bad)[0])
+                    return _say(False, True, f"❌ {title}: {int(bad.sum())} of {want.size} values differ from "
+                                             f"NumPy's ({where}, on the CPU executor); first at index {first}: "
+                                             f"got {got[first]:.6g}, expected {want[first]:.6g}")
+    except (cuda_sim.KernelFault, CudaCError, TypeError, ValueError) as exc:
+        return _say(False, True, f"❌ {title}: {exc} ({where}, on the CPU executor)")
+    except TimeLimitExceeded as exc:
+        if exc.limit is not limit:
+            raise
+        return _say(False, True, f"❌ {title}: the CPU executor took longer than {EXECUTOR_SECONDS:g} s: is there a "
+                                 "loop that never ends?")
+    return "; ".join(where for where, _ in runs)
 
 
 def _gpu_failure(title: str, exc: Exception) -> Verdict:
@@ -150,9 +186,22 @@ def check_scale(source: Any, twin: Callable[..., Any], n: int = 1000, threads: i
             return _say(False, True, f"❌ {title}: on this GPU your kernel wrote {spill} values past the end of out "
                                      f"({shape}): the bounds check is missing or wrong")
         return _compare(title, out_gpu[:n], scale_reference(x, 2.5), shape)
-    return _compiled_only(title, compiled, twin_ok,
-                          "the CUDA C was not run: there is no GPU here. On a GPU this check runs it and looks for "
-                          "writes past the end of out.")
+    def scale_run(size: int) -> Callable[[cuda_sim.Program], tuple[Any, np.ndarray]]:
+        def run(program: cuda_sim.Program) -> tuple[Any, np.ndarray]:
+            xs, outs = x[:size].copy(), np.full(size, np.nan, np.float32)
+            program.launch("scale", (blocks_for(size, threads),), (threads,), (xs, outs, np.float32(2.5),
+                                                                               np.int32(size)))
+            return outs, scale_reference(xs, 2.5)
+        return run
+
+    sizes = [size for size in (1, threads + 1, n) if size <= n]
+    ran = _on_cpu(title, source, "scale", [(f"n = {size:,}, {threads} threads per block", scale_run(size))
+                                           for size in sizes])
+    if isinstance(ran, Verdict):
+        return ran
+    return _compiled_only(title, compiled, twin_ok.replace("; the CUDA C ", "; ") +
+                          f"the CUDA C ran on the CPU executor, in bounds and right ({ran}), and is ",
+                          "how fast it runs, and anything the executor does not model: there is no GPU here.")
 
 
 def check_tiled_matmul(source: Any, shape: tuple[int, int, int] = (100, 70, 90), tile: int = 16) -> Verdict:
@@ -180,8 +229,27 @@ def check_tiled_matmul(source: Any, shape: tuple[int, int, int] = (100, 70, 90),
         except Exception as exc:
             return _gpu_failure(title, exc)
         return _compare(title, c, a @ b, where, rtol=1e-4, atol=1e-4)
-    return _compiled_only(title, compiled, "", f"its values: there is no GPU here to run it. On a GPU this check "
-                                               f"multiplies {where} and compares with NumPy.")
+    def tiled_run(m: int, k: int, n: int) -> Callable[[cuda_sim.Program], tuple[Any, np.ndarray]]:
+        def run(program: cuda_sim.Program) -> tuple[Any, np.ndarray]:
+            am, bm, cm = a[:m, :k].copy(), b[:k, :n].copy(), np.full((m, n), np.nan, np.float32)
+            program.launch("matmul_tiled_rect", (blocks_for(n, tile), blocks_for(m, tile)), (tile, tile),
+                           (am, bm, cm, np.int32(m), np.int32(k), np.int32(n)))
+            return cm, am @ bm
+        return run
+
+    small = [s for s in CPU_SHAPES if all(x <= y for x, y in zip(s, shape, strict=True))] or [shape]
+    ran = _on_cpu(title, source, "matmul_tiled_rect",
+                  [(f"({m} x {k}) @ ({k} x {n})", tiled_run(m, k, n)) for m, k, n in small], rtol=1e-4, atol=1e-4)
+    if isinstance(ran, Verdict):
+        return ran
+    return _compiled_only(title, compiled, f"ran on the CPU executor with no race and in bounds, and matches NumPy "
+                                           f"({ran}, {tile} x {tile} tiles); ",
+                          f"how fast it runs: there is no GPU here. On a GPU this check multiplies {where}.")
+
+
+#: Shapes (M, K, N) for the tiled-matmul check on the CPU executor: no side a multiple of 16, small enough to
+#: take about a second each, and one where K spans three tiles.
+CPU_SHAPES = [(33, 20, 17), (17, 35, 40)]
 
 
 def silu_reference(x: np.ndarray) -> np.ndarray:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import re
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -224,7 +226,51 @@ def test_a_right_kernel_passes_with_what_was_not_checked_said(capsys) -> None:
     assert out[0] == "✅ silu: compiled for sm_75 and sm_90."
     assert out[1].startswith("   Not checked: its values: there is no GPU here")
     assert out[2].startswith("✅ scale with a bounds check: the Python twin stays in bounds and is right")
-    assert out[3].startswith("   Not checked: the CUDA C was not run")
+    assert "the CUDA C ran on the CPU executor, in bounds and right (n = 1, 256 threads per block; n = 257" in out[2]
+    assert out[2].endswith("and is compiled for sm_75 and sm_90.")
+    assert out[3].startswith("   Not checked: how fast it runs")
+
+
+def _solution(name: str) -> str:
+    """The chapter's own solution kernel `name` (from its collapsed solution)."""
+    text = (Path(__file__).resolve().parents[1] / "notebooks" / "03_gpu_cupy.ipynb").read_text()
+    for cell in json.loads(text)["cells"]:
+        if cell["cell_type"] == "markdown" and "Solution" in "".join(cell["source"]):
+            for found in re.findall(r'r"""(.*?)"""', "".join(cell["source"]), re.S):
+                if f"void {name}(" in found:
+                    return found
+    raise AssertionError(f"no solution for {name}")
+
+
+@without_gpu
+@pytest.mark.parametrize(("planted", "message"), [
+    (lambda s: s.replace("if (i < n) ", ""), "out-of-bounds read at line 4: thread (1,) of block (0,) read x[1]"),
+    (lambda s: s.replace("factor * x[i]", "factor + x[i]"), "values differ from NumPy's (n = 1, 256 threads"),
+    (lambda s: s.replace("void scale(", "void scale_kernel("), "no kernel called scale (found: scale_kernel)"),
+    (lambda s: s.replace("int n)", "long long n)"), "the kernel wants long long"),
+])
+def test_a_wrong_cuda_c_fails_on_the_cpu_even_with_a_right_twin(capsys, planted, message) -> None:
+    assert not kernel_checks.check_scale(planted(SCALE), scale_twin)
+    out = capsys.readouterr().out
+    assert out.startswith("❌ scale with a bounds check: ") and message in out, out
+
+
+@without_gpu
+def test_the_tiled_solution_passes_on_the_cpu_and_planted_bugs_fail(capsys) -> None:
+    solution = _solution("matmul_tiled_rect")
+    assert kernel_checks.check_tiled_matmul(solution)
+    assert "ran on the CPU executor with no race and in bounds, and matches NumPy ((33 x 20) @ (20 x 17); " \
+        "(17 x 35) @ (35 x 40), 16 x 16 tiles)" in capsys.readouterr().out
+    second_barrier = solution.rfind("__syncthreads();")
+    planted = {
+        "race": solution[:second_barrier] + solution[second_barrier + len("__syncthreads();"):],
+        "out-of-bounds read": re.sub(r"\(row < M && [^?]*\? (A\[[^\]]*\]) : 0\.0f", r"\1", solution),
+        "values differ": solution.replace("C[row * N + col] = sum", "C[row * N + col] = sum + 1.0f"),
+    }
+    for kind, source in planted.items():
+        assert source != solution, kind
+        assert not kernel_checks.check_tiled_matmul(source), kind
+        assert kind in capsys.readouterr().out, kind
 
 
 @needs_nvrtc
