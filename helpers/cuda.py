@@ -237,6 +237,21 @@ def gpu_here() -> bool:
     return backends()["cupy"].usable
 
 
+def cupy() -> Any:
+    """CuPy itself on a GPU; without one, helpers.cupy_cpu, the same interface run by the CPU executor.
+
+        cupy = h.cuda.cupy()
+        kernel = cupy.RawKernel(source, "vector_add")     # the same lines on both
+    """
+    if gpu_here():
+        import cupy as real
+
+        return real
+    from . import cupy_cpu
+
+    return cupy_cpu
+
+
 def blocks_for(n: int, threads: int) -> int:
     """Blocks of `threads` threads needed to give each of n elements a thread: ceil(n / threads)."""
     n, threads = positive_int("n", n), positive_int("threads", threads)

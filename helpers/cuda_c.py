@@ -160,8 +160,9 @@ def _strip_comments(source: str) -> str:
     return re.sub(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', blank, source, flags=re.S)
 
 
-def preprocess(source: str) -> tuple[str, list[str]]:
-    """(C that pycparser parses, the names of the __global__ functions). #define of a constant is expanded."""
+def preprocess(source: str) -> tuple[str, list[str], set[str]]:
+    """(C that pycparser parses, the names of the __global__ functions, those of them declared extern "C").
+    A #define of a constant is expanded."""
     if not isinstance(source, str) or not source.strip():
         raise CudaCError(f"a kernel's source is a string of CUDA C; got {source!r:.60}")
     text = _strip_comments(source)
@@ -201,20 +202,22 @@ def preprocess(source: str) -> tuple[str, list[str]]:
         if text == before:
             break
     kernels = re.findall(r"__global__\s+void\s+([A-Za-z_]\w*)\s*\(", text)
+    exported = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+([A-Za-z_]\w*)\s*\(', text))
     text = re.sub(r'extern\s+"C"\s*(\{)?', lambda m: " " * len(m.group(0)) if not m.group(1) else _no_block(),
                   text)
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)
-    return _PRELUDE + text, kernels
+    return _PRELUDE + text, kernels, exported
 
 
 def _no_block() -> str:
     raise UnsupportedSyntax('an extern "C" { ... } block: write extern "C" before each __global__ function')
 
 
-def parse(source: str) -> tuple[c_ast.FileAST, list[str]]:
-    """The parsed translation unit and the names of its kernels; a CudaCError naming the line otherwise."""
-    text, kernels = preprocess(source)
+def parse(source: str) -> tuple[c_ast.FileAST, list[str], set[str]]:
+    """The parsed translation unit, the names of its kernels and of those declared extern "C"; a CudaCError
+    naming the line otherwise."""
+    text, kernels, exported = preprocess(source)
     try:
         tree = c_parser.CParser().parse(text, "kernel.cu")
     except c_parser.ParseError as exc:  # 'kernel.cu:3:14: before: x'
@@ -222,7 +225,7 @@ def parse(source: str) -> tuple[c_ast.FileAST, list[str]]:
         line, what = (int(match.group(1)), match.group(2)) if match else (None, str(exc))
         raise CudaCError(f"this does not parse as CUDA C ({what}): a missing ';', bracket or type?", line) \
             from None
-    return tree, kernels
+    return tree, kernels, exported
 
 
 # ------------------------------------------------------------------------------------------------ translation
@@ -251,6 +254,7 @@ class Function:
     kernel: bool
     barriers: bool  # calls __syncthreads(): the runtime steps it as a generator
     returns: CType = field(default_factory=lambda: CType("void"))
+    exported: bool = True  # a kernel declared extern "C": CuPy finds it by its name
 
 
 @dataclass
@@ -815,7 +819,7 @@ _CONSTANT_NAMESPACE: dict[str, object] = dict(CONVERSIONS)
 
 def translate(source: str) -> tuple[dict[str, Function], list[str]]:
     """Every function of `source` translated, in order, and the names of its kernels (__global__)."""
-    tree, kernels = parse(source)
+    tree, kernels, exported = parse(source)
     functions: dict[str, Function] = {}
     typedefs: dict[str, CType] = {}
     for item in tree.ext:
@@ -832,6 +836,7 @@ def translate(source: str) -> tuple[dict[str, Function], list[str]]:
             if name in functions:
                 raise CudaCError(f"the function {name} is defined twice", line)
             functions[name] = _Translator(functions, name in kernels, typedefs).function(item, name in kernels)
+            functions[name].exported = name in exported
         elif isinstance(item, c_ast.Decl) and isinstance(item.type, c_ast.FuncDecl):
             continue  # a prototype
         elif isinstance(item, c_ast.Pragma):

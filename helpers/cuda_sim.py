@@ -370,7 +370,12 @@ class Program:
             kernels = ", ".join(self.kernels)
             raise CudaCError(f"no kernel called {name!r} in this source; its kernels: {kernels} (a kernel needs "
                              'extern "C" __global__ before it, and the exact name)')
-        return self.functions[name]
+        kernel = self.functions[name]
+        if not kernel.exported:
+            raise CudaCError(f'the kernel {name} is not declared extern "C": C++ renames it, so CuPy cannot find it '
+                             f'by its name (on a GPU: "named symbol not found"); write extern "C" __global__ void '
+                             f"{name}(...)")
+        return kernel
 
     def launch(self, name: str, grid: Sequence[int] | int, block: Sequence[int] | int, args: Sequence[Any], *,
                trace: bool = False, max_steps: int = MAX_STEPS) -> Launch:

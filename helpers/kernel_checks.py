@@ -75,20 +75,16 @@ def _compiled_only(title: str, compiled: bool, checked_here: str, not_run: str) 
     return _say(compiled, True, "\n".join(lines))
 
 
-def _on_cpu(title: str, source: str, kernel: str, runs: list[tuple[str, Callable[[cuda_sim.Program], tuple[Any,
-            np.ndarray]]]], rtol: float = 1e-5, atol: float = 1e-6) -> str | Verdict:
-    """Run `kernel` of `source` through the CPU executor for each (description, run) in `runs`, where run(program)
-    launches it and gives (result, NumPy's answer). A ❌ Verdict at the first problem, else what was checked."""
+def _on_cpu(title: str, build: Callable[[], Any], runs: list[tuple[str, Callable[[Any], tuple[Any, np.ndarray]]]],
+            rtol: float = 1e-5, atol: float = 1e-6) -> str | Verdict:
+    """Build the learner's kernel for the CPU executor, then for each (description, run): run(kernel) gives
+    (result, NumPy's answer). A ❌ Verdict at the first problem, else a description of what was checked."""
     where = "compiling it"
     try:
         with time_limit(EXECUTOR_SECONDS, title) as limit:
-            program = cuda_sim.Program(source)
-            if kernel not in program.kernels:
-                return _say(False, True, f"❌ {title}: no kernel called {kernel} (found: "
-                                         f"{', '.join(program.kernels)}); it needs extern \"C\" __global__ and "
-                                         "exactly that name, or the launch cannot find it")
+            kernel = build()
             for where, run in runs:
-                got, want = run(program)
+                got, want = run(kernel)
                 bad = ~np.isclose(got, want, rtol=rtol, atol=atol)
                 if bad.any():
                     first = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -136,8 +132,21 @@ def check_elementwise(kernel: Any, reference: Callable[..., np.ndarray], inputs:
         except Exception as exc:
             return _gpu_failure(title, exc)
         return _compare(title, got, reference(*args), f"{n:,} elements")
-    return _compiled_only(title, compiled, "", f"its values: there is no GPU here to run it. On a GPU this check "
-                                               f"runs it on {n:,} elements and compares with NumPy.")
+    def elementwise_run(size: int) -> Callable[[Any], tuple[Any, np.ndarray]]:
+        def run(front: Any) -> tuple[Any, np.ndarray]:
+            some = tuple(a[:size] if isinstance(a, np.ndarray) else a for a in args)
+            return front(*some), reference(*some)
+        return run
+
+    from . import cupy_cpu
+
+    ran = _on_cpu(title, lambda: cupy_cpu.ElementwiseKernel(kernel.in_params, kernel.out_params, kernel.operation,
+                                                            kernel.name, preamble=kernel.preamble),
+                  [(f"{size:,} element{'s' * (size > 1)}", elementwise_run(size)) for size in (1, 257, n) if size <= n])
+    if isinstance(ran, Verdict):
+        return ran
+    return _compiled_only(title, compiled, f"ran on the CPU executor and matches NumPy ({ran}); ",
+                          "how fast it runs: there is no GPU here.")
 
 
 def scale_reference(x: np.ndarray, factor: float) -> np.ndarray:
@@ -195,8 +204,8 @@ def check_scale(source: Any, twin: Callable[..., Any], n: int = 1000, threads: i
         return run
 
     sizes = [size for size in (1, threads + 1, n) if size <= n]
-    ran = _on_cpu(title, source, "scale", [(f"n = {size:,}, {threads} threads per block", scale_run(size))
-                                           for size in sizes])
+    ran = _on_cpu(title, lambda: cuda_sim.Program(source),
+                  [(f"n = {size:,}, {threads} threads per block", scale_run(size)) for size in sizes])
     if isinstance(ran, Verdict):
         return ran
     return _compiled_only(title, compiled, twin_ok.replace("; the CUDA C ", "; ") +
@@ -238,7 +247,7 @@ def check_tiled_matmul(source: Any, shape: tuple[int, int, int] = (100, 70, 90),
         return run
 
     small = [s for s in CPU_SHAPES if all(x <= y for x, y in zip(s, shape, strict=True))] or [shape]
-    ran = _on_cpu(title, source, "matmul_tiled_rect",
+    ran = _on_cpu(title, lambda: cuda_sim.Program(source),
                   [(f"({m} x {k}) @ ({k} x {n})", tiled_run(m, k, n)) for m, k, n in small], rtol=1e-4, atol=1e-4)
     if isinstance(ran, Verdict):
         return ran

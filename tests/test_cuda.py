@@ -223,8 +223,9 @@ def test_a_right_kernel_passes_with_what_was_not_checked_said(capsys) -> None:
     assert kernel_checks.check_silu(SILU)
     assert kernel_checks.check_scale(SCALE, scale_twin)
     out = lines(capsys)
-    assert out[0] == "✅ silu: compiled for sm_75 and sm_90."
-    assert out[1].startswith("   Not checked: its values: there is no GPU here")
+    assert out[0] == ("✅ silu: ran on the CPU executor and matches NumPy (1 element; 257 elements; 1,000 elements); "
+                      "compiled for sm_75 and sm_90.")
+    assert out[1] == "   Not checked: how fast it runs: there is no GPU here."
     assert out[2].startswith("✅ scale with a bounds check: the Python twin stays in bounds and is right")
     assert "the CUDA C ran on the CPU executor, in bounds and right (n = 1, 256 threads per block; n = 257" in out[2]
     assert out[2].endswith("and is compiled for sm_75 and sm_90.")
@@ -246,13 +247,29 @@ def _solution(name: str) -> str:
 @pytest.mark.parametrize(("planted", "message"), [
     (lambda s: s.replace("if (i < n) ", ""), "out-of-bounds read at line 4: thread (1,) of block (0,) read x[1]"),
     (lambda s: s.replace("factor * x[i]", "factor + x[i]"), "values differ from NumPy's (n = 1, 256 threads"),
-    (lambda s: s.replace("void scale(", "void scale_kernel("), "no kernel called scale (found: scale_kernel)"),
+    (lambda s: s.replace("void scale(", "void scale_kernel("),
+     "no kernel called 'scale' in this source; its kernels: scale_kernel"),
+    (lambda s: s.replace('extern "C" ', ""), 'the kernel scale is not declared extern "C"'),
     (lambda s: s.replace("int n)", "long long n)"), "the kernel wants long long"),
 ])
 def test_a_wrong_cuda_c_fails_on_the_cpu_even_with_a_right_twin(capsys, planted, message) -> None:
     assert not kernel_checks.check_scale(planted(SCALE), scale_twin)
     out = capsys.readouterr().out
     assert out.startswith("❌ scale with a bounds check: ") and message in out, out
+
+
+@without_gpu
+@pytest.mark.parametrize("operation", ["y = x / (1.0f + expf(x));", "y = x;", "y = x * (1.0f + expf(-x));"],
+                         ids=["a sign", "the starter without its TODO", "times for divided"])
+def test_a_wrong_elementwise_fails_on_the_cpu(capsys, operation) -> None:
+    assert not kernel_checks.check_silu(cuda.Elementwise("float32 x", "float32 y", operation, "silu"))
+    out = capsys.readouterr().out
+    assert out.startswith("❌ silu: ") and "values differ from NumPy's" in out and "on the CPU executor" in out
+
+
+@without_gpu
+def test_a_right_elementwise_in_double_precision_passes_on_the_cpu(capsys) -> None:
+    assert kernel_checks.check_silu(cuda.Elementwise("float32 x", "float32 y", "y = x / (1 + exp(-x));", "silu"))
 
 
 @without_gpu
@@ -325,7 +342,9 @@ def test_without_nvrtc_the_checker_says_it_could_not_compile(monkeypatch, capsys
     monkeypatch.setattr(nvrtc, "_library", lambda: "NVRTC was not found")
     verdict = kernel_checks.check_silu(SILU)
     assert verdict.attempted and not verdict.passed
-    assert capsys.readouterr().out.startswith("⚠️ silu: not compiled: NVRTC was not found")
+    out = capsys.readouterr().out
+    assert out.startswith("⚠️ silu: ran on the CPU executor and matches NumPy")
+    assert "not compiled: NVRTC was not found" in out
 
 
 # ---------------------------------------------------------------- the shared pieces this chapter added

@@ -1,0 +1,290 @@
+"""CuPy's interface as the series uses it, run on the CPU by the CUDA C executor (helpers.cuda_sim).
+
+Without a GPU, `cupy = h.cuda.cupy()` gives this module, so a chapter's lines run unchanged and are real CuPy
+code on a GPU:
+
+    kernel = cupy.RawKernel(source, "vector_add")
+    kernel((blocks,), (threads,), (a, b, out, np.int32(n)))
+    relu = cupy.ElementwiseKernel("float32 x", "float32 y", "y = x > 0 ? x : 0", "relu")
+    cupy.cuda.get_current_stream().synchronize()
+
+Arrays are NumPy arrays in this machine's memory; `cupy.empty` fills them with NaN (or -1), the way a GPU's
+fresh memory holds garbage. A launch runs every thread of the grid at once, checked (bounds, races, barriers),
+so it is for small sizes: about a million C operations a second. `synchronize()` has nothing to wait for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import cuda_sim
+from .cuda import C_TYPES, Param, parse_params
+from .cuda_c import CudaCError
+
+ndarray = np.ndarray
+bool_, int32, int64, uint32, uint64, float32, float64 = (np.bool_, np.int32, np.int64, np.uint32, np.uint64,
+                                                         np.float32, np.float64)
+
+
+def asarray(a: Any, dtype: Any = None) -> np.ndarray:
+    """A copy of `a` 'on the device' (CuPy copies host data to the GPU; here, to a new array)."""
+    return np.array(a, dtype=dtype, copy=True)
+
+
+def asnumpy(a: Any) -> np.ndarray:
+    """A copy of a device array on the host (here, a NumPy copy)."""
+    return np.array(a, copy=True)
+
+
+def empty(shape: int | Sequence[int], dtype: Any = float) -> np.ndarray:
+    """Uninitialised memory, as on a GPU: NaN for floats, -1 for integers, so a value never written shows."""
+    return np.full(shape, np.nan if np.dtype(dtype).kind == "f" else -1, dtype=dtype)
+
+
+def empty_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
+    return empty(np.shape(a), dtype or np.asarray(a).dtype)
+
+
+zeros, ones, full, arange = np.zeros, np.ones, np.full, np.arange
+
+
+class RawKernel:
+    """cupy.RawKernel(code, name): the function `name` of the CUDA C `code`, compiled at its first launch."""
+
+    def __init__(self, code: str, name: str, options: tuple[str, ...] = ()) -> None:
+        if not isinstance(code, str) or not isinstance(name, str):
+            raise TypeError("RawKernel(code, name) takes the CUDA C source and the kernel's name, both strings")
+        self.code, self.name, self.options = code, name, tuple(options)
+        self._program: cuda_sim.Program | None = None
+
+    def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], *,
+                 shared_mem: int = 0) -> None:
+        """Launch: `grid` blocks of `block` threads, as kernel<<<grid, block>>>(args...) in CUDA C."""
+        for what, dims in (("grid", grid), ("block", block)):
+            if not isinstance(dims, tuple):
+                raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
+        if shared_mem:
+            raise ValueError("shared_mem (dynamic shared memory) is not supported by the CPU executor: declare "
+                             "the shared array with a size in the kernel (__shared__ float tile[16][16];)")
+        if self._program is None:
+            self._program = cuda_sim.Program(self.code)
+        self._program.launch(self.name, grid, block, args)
+
+
+class ElementwiseKernel:
+    """cupy.ElementwiseKernel(in_params, out_params, operation, name): `operation` runs for every index i.
+
+    As in CuPy: array arguments are broadcast together; a type placeholder (such as T) takes the dtype of the
+    arrays passed for it (a Python int gives int64, a float float64); an input of a declared type gets arrays
+    cast to it where NumPy casts safely within a kind ('same_kind'); outputs not passed are allocated; a raw
+    parameter is the whole array, indexed by the operation itself (with i, the element's index).
+    """
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel",
+                 reduce_dims: bool = True, preamble: str = "", no_return: bool = False,
+                 return_tuple: bool = False, **kwargs: Any) -> None:
+        self.inputs = parse_params(in_params, "in_params")
+        self.outputs = parse_params(out_params, "out_params") if out_params.strip() else []
+        if not isinstance(operation, str) or not operation.strip():
+            raise ValueError("operation must be a non-empty string of CUDA C, e.g. 'y = 2 * x'")
+        reserved = [p.name for p in self.inputs + self.outputs if p.name in ("i", "n") or p.name.startswith("_")]
+        if reserved:
+            raise ValueError(f"{', '.join(reserved)}: the names i, n and names starting with _ are CuPy's own")
+        self.in_params, self.out_params, self.operation, self.name = in_params, out_params, operation, name
+        self.preamble, self.no_return, self.return_tuple = preamble, no_return, return_tuple
+        self._programs: dict[str, tuple[cuda_sim.Program, range]] = {}
+
+    def __call__(self, *args: Any, size: int | None = None, block_size: int | None = None) -> Any:
+        """Run the operation for every element; returns the output (a tuple of them if there are several)."""
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        if len(args) not in (n_in, n_in + n_out):
+            raise TypeError(f"{self.name} takes {n_in} input(s) ({self.in_params}), then optionally its "
+                            f"{n_out} output(s) ({self.out_params}); got {len(args)} argument(s)")
+        params = self.inputs + self.outputs[: len(args) - n_in]
+        types = self._types(params, args)
+        shape = self._shape(params, args, size)
+        values = [self._input(p, a, types, shape) for p, a in zip(self.inputs, args, strict=False)]
+        given = list(args[n_in:])
+        outs = given + [empty(shape, types[p.type] if p.type in types else p.type) for p in self.outputs[len(given):]]
+        for p, out in zip(self.outputs, outs, strict=True):
+            if not isinstance(out, np.ndarray) or (not p.raw and out.shape != shape) or not out.flags.c_contiguous:
+                raise ValueError(f"output {p.name} must be a contiguous array of shape {shape}; got {_describe(out)}")
+            if out.dtype != types.get(p.type, np.dtype(p.type) if p.type in C_TYPES else None):
+                raise TypeError(f"{self.name}: output {p.name} is declared {p.type} but got an array of {out.dtype}")
+        source, operation = self._source(types, [not isinstance(v, np.ndarray) for v in values])
+        if source not in self._programs:
+            self._programs[source] = (self._compile(source, operation), operation)
+        program, operation = self._programs[source]
+        count = int(np.prod(shape))
+        threads = block_size or 128
+        if count:
+            try:
+                program.launch(self.name, (min(-(-count // threads), 1024),), (threads,),
+                               [*values, *(o.reshape(-1) for o in outs), np.int64(count)])
+            except cuda_sim.KernelFault as fault:
+                raise cuda_sim.KernelFault(fault.kind, self._lines(str(fault), operation), thread=fault.thread,
+                                           block=fault.block, line=fault.line) from None
+        if self.no_return:
+            return None
+        return tuple(outs) if self.return_tuple or len(outs) > 1 else outs[0]
+
+    # ------------------------------------------------------------------------ the steps of a call
+
+    def _types(self, params: list[Param], args: Sequence[Any]) -> dict[str, np.dtype]:
+        """The dtype each type placeholder stands for: from the arrays first, then from the scalars."""
+        types: dict[str, np.dtype] = {}
+        for array_pass in (True, False):
+            for p, a in zip(params, args, strict=False):
+                if p.type in C_TYPES or p.type in types and not array_pass:
+                    continue
+                if isinstance(a, np.ndarray) != array_pass:
+                    continue
+                dtype = a.dtype if array_pass else _scalar_dtype(p, a)
+                if p.type in types and types[p.type] != dtype:
+                    raise TypeError(f"{self.name}: type {p.type} is {types[p.type]} from an earlier argument but "
+                                    f"{dtype} for {p.name}; pass arrays of one dtype for {p.type}")
+                types[p.type] = dtype
+        missing = sorted({p.type for p in self.inputs + self.outputs if p.type not in C_TYPES} - set(types))
+        if missing:
+            raise TypeError(f"{self.name}: cannot tell which dtype {', '.join(missing)} is: pass an array for it "
+                            "(e.g. the output)")
+        for placeholder, dtype in types.items():
+            if dtype.name not in C_TYPES:
+                raise TypeError(f"{self.name}: {placeholder} would be {dtype}; accepted: {', '.join(C_TYPES)}")
+        return types
+
+    def _shape(self, params: list[Param], args: Sequence[Any], size: int | None) -> tuple[int, ...]:
+        arrays = [a for p, a in zip(params, args, strict=False) if isinstance(a, np.ndarray) and not p.raw]
+        if not arrays:
+            if size is None:
+                raise ValueError(f"{self.name}: with no array argument (only scalars and raw arrays), give the "
+                                 "number of elements: size=n")
+            return (int(size),)
+        if size is not None:
+            raise ValueError(f"{self.name}: size= is for calls without array arguments; the arrays give the size")
+        try:
+            return tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
+        except ValueError:
+            raise ValueError(f"{self.name}: the arrays' shapes {', '.join(str(a.shape) for a in arrays)} do not "
+                             "broadcast together") from None
+
+    def _input(self, p: Param, a: Any, types: dict[str, np.dtype], shape: tuple[int, ...]) -> Any:
+        want = types.get(p.type, np.dtype(p.type) if p.type in C_TYPES else None)
+        if p.raw:
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"{self.name}: {p.name} is raw, so it must be an array; got {_describe(a)}")
+            return np.ascontiguousarray(self._cast(p, a, want)).reshape(-1)
+        if isinstance(a, np.ndarray):
+            return np.ascontiguousarray(np.broadcast_to(self._cast(p, a, want), shape)).reshape(-1)
+        if not isinstance(a, int | float | bool | np.generic):
+            raise TypeError(f"{self.name}: {p.name} must be an array or a number; got {_describe(a)}")
+        return want.type(a)
+
+    def _cast(self, p: Param, a: np.ndarray, want: np.dtype) -> np.ndarray:
+        if a.dtype == want:
+            return a
+        if not np.can_cast(a.dtype, want, "same_kind"):
+            raise TypeError(f"{self.name}: {p.name} is declared {want} but got an array of {a.dtype}, which does "
+                            f"not cast safely: pass a.astype(np.{want})")
+        return a.astype(want)
+
+    def _source(self, types: dict[str, np.dtype], scalars: list[bool]) -> tuple[str, range]:
+        """The whole kernel for the executor, CuPy's grid-stride loop over i with each parameter bound to its
+        element, and the lines of it that are the operation."""
+        def c_type(p: Param) -> str:
+            return C_TYPES[types[p.type].name if p.type in types else p.type]
+
+        lines = [f"typedef {C_TYPES[d.name]} {t};" for t, d in types.items()]
+        if self.preamble.strip():
+            lines.append(self.preamble.rstrip())
+        args = [f"const {c_type(p)}{'' if scalar else '*'} _in_{p.name}"
+                for p, scalar in zip(self.inputs, scalars, strict=True)]
+        args += [f"{c_type(p)}* _out_{p.name}" for p in self.outputs]
+        lines.append(f'extern "C" __global__ void {self.name}({", ".join([*args, "long long _n"])}) {{')
+        lines.append("for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < _n; "
+                     "i += (long long)blockDim.x * gridDim.x) {")
+        for p, scalar in zip(self.inputs, scalars, strict=True):
+            lines.append(f"const {c_type(p)}* {p.name} = _in_{p.name};" if p.raw else
+                         f"const {c_type(p)} {p.name} = _in_{p.name}{'' if scalar else '[i]'};")
+        for p in self.outputs:
+            lines.append(f"{c_type(p)}* {p.name} = _out_{p.name};" if p.raw else
+                         f"{c_type(p)} {p.name} = _out_{p.name}[i];")
+        first = len(lines) + 1
+        lines += self.operation.rstrip().split("\n")
+        operation = range(first, len(lines) + 1)
+        lines[-1] += ";"
+        lines += [f"_out_{p.name}[i] = {p.name};" for p in self.outputs if not p.raw]
+        lines += ["}", "}"]
+        return "\n".join(lines) + "\n", operation
+
+    def _compile(self, source: str, operation: range) -> cuda_sim.Program:
+        try:
+            return cuda_sim.Program(source)
+        except CudaCError as exc:
+            raise type(exc)(self._lines(str(exc), operation)) from None
+
+    def _lines(self, message: str, operation: range) -> str:
+        """The generated kernel's line numbers told as lines of the operation (what the learner wrote)."""
+        def line(match: re.Match[str]) -> str:
+            number = int(match.group(1))
+            if number in operation:
+                return f"line {number - operation.start + 1} of the operation of {self.name}"
+            return f"line {number} of the kernel {self.name} builds around its operation"
+        return re.sub(r"line (\d+)", line, message).replace("_in_", "").replace("_out_", "")
+
+
+def _scalar_dtype(p: Param, a: Any) -> np.dtype:
+    if isinstance(a, np.generic):
+        return a.dtype
+    if isinstance(a, bool):
+        return np.dtype(bool)
+    if isinstance(a, int):
+        return np.dtype(np.int64)
+    if isinstance(a, float):
+        return np.dtype(np.float64)
+    raise TypeError(f"{p.name} must be an array or a number; got {_describe(a)}")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of {value.dtype} and shape {value.shape}"
+    return f"{type(value).__name__} {value!r:.40}"
+
+
+class _Stream:
+    def synchronize(self) -> None:
+        """Nothing to wait for: every launch on the CPU executor has finished when it returns."""
+
+
+class _Device:
+    def __init__(self, device: int = 0) -> None:
+        self.id = device
+
+    def synchronize(self) -> None:
+        """Nothing to wait for (see _Stream.synchronize)."""
+
+
+class _Runtime:
+    @staticmethod
+    def deviceSynchronize() -> None:  # noqa: N802 - CuPy's name
+        """Nothing to wait for (see _Stream.synchronize)."""
+
+    @staticmethod
+    def getDeviceCount() -> int:  # noqa: N802 - CuPy's name
+        """No GPU: the CPU executor stands in for one."""
+        return 0
+
+
+class cuda:  # noqa: N801 - cupy.cuda, as CuPy spells it
+    """The parts of cupy.cuda the series uses."""
+
+    Device = _Device
+    runtime = _Runtime
+
+    @staticmethod
+    def get_current_stream() -> _Stream:
+        return _Stream()
