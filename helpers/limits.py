@@ -140,6 +140,7 @@ def time_limit(seconds: float, what: str) -> Iterator[Limit | None]:
     try:
         _active.append(limit)
         _arm()
+        _raise_if_due()
         yield limit
     finally:
         _active.remove(limit)
@@ -147,3 +148,13 @@ def time_limit(seconds: float, what: str) -> Iterator[Limit | None]:
         if previous is not None:
             _stop_tracing()
             signal.signal(signal.SIGALRM, previous)
+    _raise_if_due()
+
+
+def _raise_if_due() -> None:
+    """Raise for the outermost limit that fell due while a limit was entered or left (when the timer defers)."""
+    now = time.monotonic()
+    for limit in _active:
+        if limit.deadline <= now:
+            limit.raised = True
+            raise TimeLimitExceeded(limit)
