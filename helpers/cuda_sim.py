@@ -108,6 +108,7 @@ class Thread:
     gdy: int
     gdz: int
     tid: int  # linear index in its block: x + y * blockDim.x + z * blockDim.x * blockDim.y
+    blk: int  # linear index of its block in the grid
     run: Launch
     shared: dict[tuple[str, str, tuple[int, ...]], Memory]
     path: list[tuple[int, int]] | None = None
@@ -160,12 +161,38 @@ def _check_pointer(c: Thread, p: Any, index: int, line: int, verb: str) -> tuple
 
 def _ld(c: Thread, p: Pointer, index: int, line: int) -> Any:
     memory, flat = _check_pointer(c, p, index, line, "read")
+    wrote = memory.writers.get(flat)
+    if wrote is not None and _unordered(c, wrote):
+        raise _global_race(c, memory, flat, line, "read", wrote)
     return _value(memory, flat)
 
 
 def _st(c: Thread, p: Pointer, index: int, value: Any, line: int) -> None:
     memory, flat = _check_pointer(c, p, index, line, "write")
+    wrote = memory.writers.get(flat)
+    if wrote is not None and _unordered(c, wrote):
+        raise _global_race(c, memory, flat, line, "write", wrote)
+    memory.writers[flat] = (c.run.epoch, c.tid, line, c.blk)
     memory.data[flat] = value
+
+
+def _unordered(c: Thread, wrote: tuple[int, int, int, int]) -> bool:
+    """Whether another thread's earlier write to global memory is unordered with this access: it came from
+    another block (no barrier orders blocks), or from this block with no __syncthreads() in between."""
+    epoch, tid, _, blk = wrote
+    return blk != c.blk or (epoch == c.run.epoch and tid != c.tid)
+
+
+def _global_race(c: Thread, memory: Memory, flat: int, line: int, doing: str,
+                 wrote: tuple[int, int, int, int]) -> KernelFault:
+    epoch, tid, at, blk = wrote
+    grid = c.run.grid
+    block = (blk % grid[0], blk // grid[0] % grid[1], blk // (grid[0] * grid[1]))
+    who = f"thread {_xyz(_thread_of(c, tid), c.run.block)} of " + (
+        "the same block" if blk == c.blk else f"block {_xyz(block, grid)}")
+    return c.fault("race", f"will {doing} {memory.name}[{flat}], which {who} wrote at line {at} in this launch "
+                   "with nothing ordering the two: on a GPU the result depends on which runs first (several "
+                   "threads adding into one element need atomicAdd)", line)
 
 
 def _flat(c: Thread, memory: Memory, index: tuple[int, ...], line: int, verb: str) -> int:
@@ -408,8 +435,8 @@ class Program:
         for tz in range(bdz):
             for ty in range(bdy):
                 for tx in range(bdx):
-                    c = Thread(tx, ty, tz, *b, bdx, bdy, bdz, gdx, gdy, gdz, tx + bdx * (ty + bdy * tz), run,
-                               shared, [] if trace else None)
+                    c = Thread(tx, ty, tz, *b, bdx, bdy, bdz, gdx, gdy, gdz, tx + bdx * (ty + bdy * tz),
+                               b[0] + gdx * (b[1] + gdy * b[2]), run, shared, [] if trace else None)
                     if trace:
                         run.paths[(b, (tx, ty, tz))] = c.path
                     threads.append(c)

@@ -4,6 +4,7 @@ arithmetic rules hold; bad kernels and bad launches get a clear message."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import cuda, cupy_cpu
 from helpers.cuda_c import CudaCError, UnsupportedSyntax
 from helpers.cuda_sim import KernelFault, Program
 
@@ -141,6 +143,36 @@ def test_every_kernel_in_the_notebooks_runs_and_a_starter_is_not_yet_right(noteb
             RUNS[name](src)
 
 
+def notebook_elementwise() -> list[tuple[str, cuda.Elementwise, bool]]:
+    """(notebook, kernel, is it an exercise's starter) for every literal Elementwise(...) call in the chapters."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            text = "".join(cell["source"])
+            blocks = [text] if cell["cell_type"] == "code" else re.findall(r"```python\n(.*?)```", text, re.S)
+            for block in blocks:
+                for node in ast.walk(ast.parse(block)):
+                    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Elementwise":
+                        kernel = cuda.Elementwise(*(ast.literal_eval(a) for a in node.args))
+                        found.append((path.name, kernel, "TODO" in kernel.operation))
+    return found
+
+
+ELEMENTWISE_REFERENCES = {
+    "axpby_fused": lambda a, x, b, y: a * x + b * y,
+    "silu": lambda x: x / (np.float32(1) + np.exp(-x)),
+}
+
+
+@pytest.mark.parametrize(("notebook", "kernel", "starter"), notebook_elementwise(),
+                         ids=lambda v: v.name if isinstance(v, cuda.Elementwise) else None)
+def test_every_elementwise_kernel_in_the_notebooks_matches_numpy(notebook, kernel, starter):
+    front = cupy_cpu.ElementwiseKernel(kernel.in_params, kernel.out_params, kernel.operation, kernel.name)
+    args = [np.float32(2.5) if "a" == p.name or "b" == p.name else floats(301) for p in kernel.inputs]
+    got, want = front(*args), ELEMENTWISE_REFERENCES[kernel.name](*args)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-6) != starter
+
+
 # ------------------------------------------------------------------------------------ planted bugs fail
 
 
@@ -168,7 +200,8 @@ PLANTED = [
     ("no tree barrier", lambda: run_block_sum(_without(source("reduce_sum.cu"), "__syncthreads();", nth=1)),
      "race"),
     ("no pixel bounds", lambda: run_mandelbrot(_without(source("mandelbrot.cu"), "if (px >= width || py >= height)",
-                                                        "if (0)")), "out-of-bounds write"),
+                                                        "if (0)")), "race"),  # a pixel past the row's end
+    # lands on the next row's pixel, which another thread writes
 ]
 
 
@@ -192,6 +225,27 @@ def test_a_planted_fault_is_caught_with_thread_element_and_line(what, run, kind)
 def test_a_planted_wrong_answer_does_not_match_numpy(what, run):
     with pytest.raises(AssertionError):
         run()
+
+
+def test_threads_adding_into_one_global_element_race_unless_atomic():
+    total = 'extern "C" __global__ void total(const float* x, float* out, int n) {\n' \
+            ' int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i < n) {\n %s\n }\n}'
+    x, out = np.ones(300, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(KernelFault, match=r"race at line 4: thread \(1,\) of block \(0,\) will read out\[0\], "
+                                          r"which thread \(0,\) of the same block wrote at line 4") as fault:
+        Program(total % "out[0] += x[i];").launch("total", (2,), (256,), (x, out, np.int32(300)))
+    assert fault.value.kind == "race"
+    out[:] = 0
+    Program(total % "atomicAdd(&out[0], x[i]);").launch("total", (2,), (256,), (x, out, np.int32(300)))
+    assert out[0] == 300
+
+
+def test_a_barrier_orders_global_memory_within_a_block_but_not_across_blocks():
+    shift = 'extern "C" __global__ void shift(float* x) {\n int i = blockIdx.x * blockDim.x + threadIdx.x;\n' \
+            ' x[i] = 1.0f;\n __syncthreads();\n float left = x[i > 0 ? i - 1 : 0];\n}'
+    Program(shift).launch("shift", (1,), (64,), (np.zeros(64, np.float32),))  # one block: the barrier orders it
+    with pytest.raises(KernelFault, match=r"block \(1,\) will read x\[31\], which thread \(31,\) of block \(0,\)"):
+        Program(shift).launch("shift", (2,), (32,), (np.zeros(64, np.float32),))
 
 
 def test_a_barrier_only_part_of_the_block_reaches_is_reported():
