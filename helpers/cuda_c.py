@@ -201,13 +201,20 @@ def preprocess(source: str) -> tuple[str, list[str], set[str]]:
             text = re.sub(rf"(?<![\w.]){name}(?!\w)", f"({value})", text)
         if text == before:
             break
-    kernels = re.findall(r"__global__\s+void\s+([A-Za-z_]\w*)\s*\(", text)
-    exported = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+([A-Za-z_]\w*)\s*\(', text))
+    kernels, exported = kernel_names(text)
     text = re.sub(r'extern\s+"C"\s*(\{)?', lambda m: " " * len(m.group(0)) if not m.group(1) else _no_block(),
                   text)
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)
     return _PRELUDE + text, kernels, exported
+
+
+def kernel_names(source: str) -> tuple[list[str], set[str]]:
+    """The names of the __global__ functions in `source`, and of those declared extern "C" (the ones CuPy's
+    RawKernel finds by name: C++ renames the others). Any CUDA C, not only the executor's subset."""
+    text = _strip_comments(source)
+    kernels = re.findall(r"__global__\s+void\s+([A-Za-z_]\w*)\s*\(", text)
+    return kernels, set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+([A-Za-z_]\w*)\s*\(', text))
 
 
 def _no_block() -> str:

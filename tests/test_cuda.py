@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda, grid, kernel_checks, nvrtc, specs
+from helpers import cuda, cuda_sim, cupy_cpu, kernel_checks, nvrtc, specs
 from helpers import mandelbrot as mb
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
@@ -223,12 +223,13 @@ def test_a_right_kernel_passes_with_what_was_not_checked_said(capsys) -> None:
     assert kernel_checks.check_silu(SILU)
     assert kernel_checks.check_scale(SCALE, scale_twin)
     out = lines(capsys)
-    assert out[0] == ("✅ silu: ran on the CPU executor and matches NumPy (1 element; 257 elements; 1,000 elements); "
-                      "compiled for sm_75 and sm_90.")
+    assert out[0] == ("✅ silu: ran on the CPU executor and matches NumPy, in bounds with no race (1 element; 257 "
+                      "elements; 1,000 elements); compiled for sm_75 and sm_90.")
     assert out[1] == "   Not checked: how fast it runs: there is no GPU here."
     assert out[2].startswith("✅ scale with a bounds check: the Python twin stays in bounds and is right")
-    assert "the CUDA C ran on the CPU executor, in bounds and right (n = 1, 256 threads per block; n = 257" in out[2]
-    assert out[2].endswith("and is compiled for sm_75 and sm_90.")
+    assert "the CUDA C ran on the CPU executor and matches NumPy, in bounds with no race (n = 1, 1 block of 256 " \
+        "threads; n = 257, 2 blocks of 256 threads; n = 1,000, 4 blocks of 256 threads); compiled for sm_75 and " \
+        "sm_90." in out[2]
     assert out[3].startswith("   Not checked: how fast it runs")
 
 
@@ -246,7 +247,8 @@ def _solution(name: str) -> str:
 @without_gpu
 @pytest.mark.parametrize(("planted", "message"), [
     (lambda s: s.replace("if (i < n) ", ""), "out-of-bounds read at line 4: thread (1,) of block (0,) read x[1]"),
-    (lambda s: s.replace("factor * x[i]", "factor + x[i]"), "values differ from NumPy's (n = 1, 256 threads"),
+    (lambda s: s.replace("factor * x[i]", "factor + x[i]"),
+     "values differ from NumPy's (n = 1, 1 block of 256 threads, on the CPU executor)"),
     (lambda s: s.replace("void scale(", "void scale_kernel("),
      "no kernel called 'scale' in this source; its kernels: scale_kernel"),
     (lambda s: s.replace('extern "C" ', ""), 'the kernel scale is not declared extern "C"'),
@@ -276,7 +278,7 @@ def test_a_right_elementwise_in_double_precision_passes_on_the_cpu(capsys) -> No
 def test_the_tiled_solution_passes_on_the_cpu_and_planted_bugs_fail(capsys) -> None:
     solution = _solution("matmul_tiled_rect")
     assert kernel_checks.check_tiled_matmul(solution)
-    assert "ran on the CPU executor with no race and in bounds, and matches NumPy ((33 x 20) @ (20 x 17); " \
+    assert "ran on the CPU executor and matches NumPy, in bounds with no race ((33 x 20) @ (20 x 17); " \
         "(17 x 35) @ (35 x 40), 16 x 16 tiles)" in capsys.readouterr().out
     second_barrier = solution.rfind("__syncthreads();")
     planted = {
@@ -361,8 +363,9 @@ def test_host_links_come_with_their_source() -> None:
 # CuPy cannot run here, so these tests swap in a stand-in that is strict where real bugs hide: every
 # RawKernel launch is checked against the kernel's C signature (a Python int where C takes `int`, a float64
 # where it takes `float`, a float64 array behind `float*` all fail), grid and block must be tuples, a block
-# may hold at most 1024 threads, and the grid must cover the data. The kernel itself then runs as a NumPy
-# model (the 1-D ones as their Python twins in helpers.grid), so the plumbing around each launch is tested.
+# may hold at most 1024 threads. The kernel itself then runs, its real CUDA C, on the CPU executor (and an
+# ElementwiseKernel on helpers.cupy_cpu); a test may put an emulation in its place to play a GPU that
+# misbehaves in a way the executor would stop (writing past the end of an array).
 
 C_TYPES = {"int": np.int32, "float": np.float32}
 SIGNATURE = re.compile(r'extern "C" __global__ void (\w+)\s*\(([^)]*)\)')
@@ -379,33 +382,18 @@ def on_device(x) -> FakeArray:
     return np.array(x).view(FakeArray)
 
 
-def emulate_reduction(grid_, block, x, out, n):
-    threads, blocks = block[0], grid_[0]
-    owner = (np.arange(n) // threads) % blocks  # the block whose grid-stride loop reads element i
-    for b in range(blocks):
-        out[b] = x[:n][owner == b].sum(dtype=np.float32)
-
-
-def emulate_twin(twin):
-    return lambda grid_, block, *args: grid.launch(twin, grid_[0], block[0], *(
-        np.asarray(a) if isinstance(a, np.ndarray) and a.ndim else int(a) if isinstance(a, np.int32) else a
-        for a in args))
-
-
-def emulate_square_matmul(grid_, block, a, b, out, n):
-    assert grid_[0] * block[0] >= n and grid_[1] * block[1] >= n, "the grid does not cover the matrix"
-    out.reshape(n, n)[...] = a.reshape(n, n) @ b.reshape(n, n)
-
-
 def emulate_rect_matmul(grid_, block, a, b, out, m, k, n):
     assert grid_[0] * block[0] >= n and grid_[1] * block[1] >= m, "x must cover the columns, y the rows"
     out.reshape(m, n)[...] = a.reshape(m, k) @ b.reshape(k, n)
 
 
-def emulate_mandelbrot(grid_, block, counts, width, height, x0, x1, y0, y1, steps):
-    assert grid_[0] * block[0] >= width and grid_[1] * block[1] >= height, "the grid does not cover the image"
-    image = mb.mandelbrot_array(int(width), int(height), (x0, x1, y0, y1), int(steps), dtype="float32")
-    counts.reshape(int(height), int(width))[...] = image
+def allocation(view: np.ndarray) -> tuple[np.ndarray, int]:
+    """The whole array a view lies in, and where the view starts in it (as a GPU pointer would see it)."""
+    root = view
+    while root.base is not None and isinstance(root.base, np.ndarray):
+        root = root.base
+    start = (view.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // view.itemsize
+    return root.reshape(-1), start
 
 
 class FakeCupy(types.ModuleType):
@@ -417,11 +405,7 @@ class FakeCupy(types.ModuleType):
     def __init__(self) -> None:
         super().__init__("cupy")
         self.launches: list[tuple[str, tuple, tuple]] = []
-        self.emulations = {"vector_add": emulate_twin(grid.vector_add),
-                           "vector_add_grid_stride": emulate_twin(grid.vector_add_grid_stride),
-                           "matmul_naive": emulate_square_matmul, "matmul_tiled": emulate_square_matmul,
-                           "matmul_tiled_rect": emulate_rect_matmul, "block_sum": emulate_reduction,
-                           "mandelbrot": emulate_mandelbrot}
+        self.emulations: dict[str, object] = {}  # kernel name -> a stand-in for the GPU's run
         self.elementwise: dict[str, object] = {}
         stream = types.SimpleNamespace(synchronize=lambda: None)
         self.cuda = types.SimpleNamespace(get_current_stream=lambda: stream)
@@ -432,6 +416,7 @@ class FakeCupy(types.ModuleType):
                 found = {m[1]: m[2] for m in SIGNATURE.finditer(source)}
                 assert name in found, f"no extern \"C\" __global__ function {name} in the source"
                 self.name, self.params = name, [p.strip() for p in found[name].split(",")]
+                self.source = source
 
             def __call__(self, grid_, block, args) -> None:
                 for what, dims in (("grid", grid_), ("block", block)):
@@ -447,16 +432,21 @@ class FakeCupy(types.ModuleType):
                     else:
                         assert type(arg) is C_TYPES[c_type], f"{param} given a {type(arg).__name__}"
                 fake.launches.append((self.name, grid_, block))
-                fake.emulations[self.name](grid_, block, *(a.reshape(-1) if isinstance(a, FakeArray) else a
-                                                           for a in args))
+                if self.name in fake.emulations:
+                    fake.emulations[self.name](grid_, block, *args)
+                else:
+                    cuda_sim.Program(self.source).launch(self.name, grid_, block, [
+                        np.asarray(a) if isinstance(a, FakeArray) else a for a in args])
 
         class ElementwiseKernel:
             def __init__(self, in_params, out_params, operation, name, preamble="") -> None:
                 self.name, self.inputs = name, in_params.count(",") + 1
+                self.on_cpu = cupy_cpu.ElementwiseKernel(in_params, out_params, operation, name, preamble=preamble)
 
             def __call__(self, *args):
                 assert len(args) == self.inputs and all(isinstance(a, FakeArray) for a in args)
-                return on_device(fake.elementwise[self.name](*map(np.asarray, args)))
+                run = fake.elementwise.get(self.name) or self.on_cpu
+                return on_device(run(*map(np.asarray, args)))
 
         self.RawKernel, self.ElementwiseKernel = RawKernel, ElementwiseKernel
 
@@ -540,35 +530,51 @@ def test_what_a_kernel_would_misread_is_refused_before_the_launch(fake_gpu, call
     assert fake_gpu.launches == []
 
 
-def test_the_elementwise_checker_runs_the_kernel_on_a_gpu(fake_gpu, capsys) -> None:
-    fake_gpu.elementwise["silu"] = kernel_checks.silu_reference
+def test_the_elementwise_checker_runs_the_kernel_on_the_executor_then_on_a_gpu(fake_gpu, capsys) -> None:
     assert kernel_checks.check_silu(SILU)
-    fake_gpu.elementwise["silu"] = lambda x: x / (1 + np.exp(x))  # a sign wrong
+    fake_gpu.elementwise["silu"] = lambda x: x / (1 + np.exp(x))  # a GPU that gets it wrong
     assert not kernel_checks.check_silu(SILU)
     out = lines(capsys)
-    assert out[0] == "✅ silu: ran on this GPU and matches NumPy (1,000 elements)."
-    assert out[1].startswith("❌ silu: ") and "values differ from NumPy's (1,000 elements)" in out[1]
+    assert out[0] == ("✅ silu: ran on this GPU and matches NumPy (1 element; 257 elements; 1,000 elements), writing "
+                      "nothing outside its arrays; on the CPU executor in bounds with no race (1 element; 257 "
+                      "elements; 1,000 elements).")
+    assert out[1].startswith("❌ silu: ") and "values differ from NumPy's (1 element, on this GPU)" in out[1]
+
+
+def spill_past_the_end(grid_, block, x, out, factor, n):
+    """A scale kernel without its bounds check, as a GPU runs it: the last block writes past the end of out."""
+    memory, start = allocation(out)
+    memory[start:start + grid_[0] * block[0]] = factor * np.float32(1)
 
 
 def test_the_bounds_check_checker_sees_writes_past_the_end_on_a_gpu(fake_gpu, capsys) -> None:
-    fake_gpu.emulations["scale"] = emulate_twin(scale_twin)
     assert kernel_checks.check_scale(SCALE, scale_twin)
-    fake_gpu.emulations["scale"] = emulate_twin(unchecked_twin)  # the twin is fixed but the CUDA C is not
+    assert fake_gpu.launches[-3:] == [("scale", (1,), (256,)), ("scale", (2,), (256,)), ("scale", (4,), (256,))]
+    fake_gpu.emulations["scale"] = spill_past_the_end
     assert not kernel_checks.check_scale(SCALE, scale_twin)
     out = lines(capsys)
-    assert out[0].startswith("✅ scale with a bounds check: ran on this GPU and matches NumPy (n = 1,000: 4 blocks")
-    assert out[1] == ("❌ scale with a bounds check: on this GPU your kernel wrote 24 values past the end of out "
-                      "(n = 1,000: 4 blocks of 256 threads): the bounds check is missing or wrong")
-    assert fake_gpu.launches[0] == ("scale", (4,), (256,))
+    assert out[0].startswith("✅ scale with a bounds check: the Python twin stays in bounds and is right (n = 1,000: "
+                             "4 blocks of 256 threads); the CUDA C ran on this GPU and matches NumPy (n = 1, 1 block")
+    assert out[1] == ("❌ scale with a bounds check: your kernel wrote 64 values outside out (past its end or before "
+                      "its start): the bounds check is missing or wrong (n = 1, 1 block of 256 threads, on this GPU)")
+
+
+def test_a_kernel_cupy_cannot_find_by_name_fails_before_the_gpu_launch(fake_gpu, capsys) -> None:
+    kernel_checks._run_all("scale", lambda: kernel_checks._gpu_kernel(SCALE.replace('extern "C" ', ""), "scale"),
+                           [], "on this GPU", 1e-5, 1e-6)
+    assert 'CuPy cannot find a kernel called scale: it is not declared extern "C"' in capsys.readouterr().out
+    assert fake_gpu.launches == []
 
 
 def test_the_tiled_matmul_checker_runs_a_100_by_70_by_90_product_on_a_gpu(fake_gpu, capsys) -> None:
-    source = 'extern "C" __global__ void matmul_tiled_rect(const float* A, const float* B, float* C, int M, int K, ' \
-             'int N) { }'
-    assert kernel_checks.check_tiled_matmul(source)
-    assert lines(capsys) == ["✅ tiled matmul: ran on this GPU and matches NumPy ((100 x 70) @ (70 x 90), 16 x 16 "
-                             "tiles)."]
-    assert fake_gpu.launches == [("matmul_tiled_rect", (6, 7), (16, 16))]
+    fake_gpu.emulations["matmul_tiled_rect"] = emulate_rect_matmul  # the executor would take seconds at 100 x 90
+    assert kernel_checks.check_tiled_matmul(_solution("matmul_tiled_rect"))
+    assert lines(capsys) == ["✅ tiled matmul: ran on this GPU and matches NumPy ((100 x 70) @ (70 x 90); (33 x 20) @ "
+                             "(20 x 17); (17 x 35) @ (35 x 40), 16 x 16 tiles), writing nothing outside its arrays; "
+                             "on the CPU executor in bounds with no race ((33 x 20) @ (20 x 17); (17 x 35) @ (35 x "
+                             "40))."]
+    assert fake_gpu.launches[0] == ("matmul_tiled_rect", (6, 7), (16, 16))
     fake_gpu.emulations["matmul_tiled_rect"] = lambda *args: 1 / 0
-    assert not kernel_checks.check_tiled_matmul(source)
-    assert lines(capsys)[0] == "❌ tiled matmul: the GPU run failed: ZeroDivisionError: division by zero"
+    assert not kernel_checks.check_tiled_matmul(_solution("matmul_tiled_rect"))
+    assert lines(capsys)[0].startswith("❌ tiled matmul: the GPU run failed ((100 x 70) @ (70 x 90)): "
+                                       "ZeroDivisionError: division by zero. After an illegal memory access")
