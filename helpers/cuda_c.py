@@ -283,7 +283,7 @@ class _Translator:
         self.loops: list[list[str] | None] = []  # the increment code `continue` must run, per enclosing loop
         self.barriers = False
         self.returns = CType("void")
-        self.shared: list[str] = []
+        self.constants: dict[str, int] = {}  # const ints known at translation time, by Python name
 
     # -------------------------------------------------------------------- scopes and output
 
@@ -341,14 +341,21 @@ class _Translator:
         code, ctype = self.expr(node)
         if not is_int(ctype):
             raise CudaCError("an array size must be a whole number known when the kernel compiles", line)
-        try:
-            value = eval(code, {"__builtins__": {}}, _CONSTANT_NAMESPACE)  # noqa: S307 - our own generated code
-        except Exception:  # noqa: BLE001 - a variable in the size
-            raise UnsupportedSyntax("an array size must be a constant (a number or a #define), not a variable",
-                                    line) from None
+        value = self.known(code)
+        if value is None:
+            raise UnsupportedSyntax("an array size must be a constant (a number, a #define or a const int), not "
+                                    "a variable", line)
         if not isinstance(value, int) or value <= 0:
             raise CudaCError(f"an array size must be positive; got {value}", line)
         return value
+
+    def known(self, code: str) -> int | None:
+        """The value of translated code made only of numbers and const ints, else None."""
+        try:
+            value = eval(code, {"__builtins__": {}}, {**_CONSTANT_NAMESPACE, **self.constants})  # noqa: S307
+        except Exception:  # noqa: BLE001 - it depends on a variable
+            return None
+        return value if isinstance(value, int) else None
 
     # -------------------------------------------------------------------- statements
 
@@ -500,6 +507,10 @@ class _Translator:
                 raise UnsupportedSyntax("an initializer list { ... }", line)
             value = self.convert(node.init, ctype, line)
         py = self.declare(node.name, ctype, line)
+        if "const" in (node.quals or []) and is_int(ctype) and node.init is not None:
+            known = self.known(value)
+            if known is not None:  # const int TILE = 16: usable as an array size, as in C++
+                self.constants[py] = known
         self.emit(depth, f"{py} = {value}")
 
     # -------------------------------------------------------------------- expressions with side effects

@@ -314,6 +314,15 @@ def test_c_arithmetic_rules():
     assert w.tolist() == [4 * (2**31 - 1), -1] and s[1] == 1.0
 
 
+def test_a_const_int_sizes_a_shared_array_as_in_cpp():
+    reverse = Program('extern "C" __global__ void f(float* x) {\n const int T = 8;\n const int S = T * 2;\n'
+                      ' __shared__ float t[S];\n t[threadIdx.x] = x[threadIdx.x];\n __syncthreads();\n'
+                      ' x[threadIdx.x] = t[S - 1 - threadIdx.x];\n}')
+    x = np.arange(16, dtype=np.float32)
+    reverse.launch("f", (1,), (16,), (x,))
+    assert x.tolist() == list(range(15, -1, -1))
+
+
 def test_paths_are_recorded_per_thread_and_grouped_in_warps():
     branchy = Program('extern "C" __global__ void f(const int* x, int* out) {\n int i = threadIdx.x;\n'
                       ' if (x[i] > 0) {\n out[i] = 1;\n } else {\n out[i] = 2;\n }\n}')
