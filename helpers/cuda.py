@@ -238,15 +238,18 @@ def gpu_here() -> bool:
 
 
 def cupy() -> Any:
-    """CuPy itself on a GPU; without one, helpers.cupy_cpu, the same interface run by the CPU executor.
+    """CuPy itself on a GPU (its RawKernel launches checked first: helpers.cupy_checked); without one,
+    helpers.cupy_cpu, the same interface run by the CPU executor. The same lines run on both:
 
         cupy = h.cuda.cupy()
-        kernel = cupy.RawKernel(source, "vector_add")     # the same lines on both
+        kernel = cupy.RawKernel(source, "vector_add")
     """
     if gpu_here():
         import cupy as real
 
-        return real
+        from .cupy_checked import CheckedCupy
+
+        return CheckedCupy(real)
     from . import cupy_cpu
 
     return cupy_cpu

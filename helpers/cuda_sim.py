@@ -17,6 +17,7 @@ It is for correctness at small sizes, not for speed: about a million C operation
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -411,11 +412,7 @@ class Program:
         Array arguments are NumPy arrays, written in place; scalars are NumPy scalars of the parameter's type.
         """
         kernel = self._kernel(name)
-        grid3, block3 = _dims("grid", grid, MAX_GRID), _dims("block", block, MAX_BLOCK)
-        threads = block3[0] * block3[1] * block3[2]
-        if threads > MAX_BLOCK_THREADS:
-            raise ValueError(f"a block of {' x '.join(map(str, block))} = {threads:,} threads: a block has at most "
-                             f"{MAX_BLOCK_THREADS} threads; use more blocks instead")
+        grid3, block3 = _launch_shape(grid, block)
         values = _arguments(name, kernel.params, args)
         run = Launch(name, grid3, block3, int(max_steps))
         fn = self._namespace[cuda_c._fn(name)]
@@ -470,6 +467,17 @@ class Program:
             live = [(c, thread) for c, thread, _ in waiting]
 
 
+def _launch_shape(grid: Any, block: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The grid and the block as (x, y, z); a clear error for what no GPU launches."""
+    grid3, block3 = _dims("grid", grid, MAX_GRID), _dims("block", block, MAX_BLOCK)
+    threads = block3[0] * block3[1] * block3[2]
+    if threads > MAX_BLOCK_THREADS:
+        shown = block3[:len(block)] if isinstance(block, tuple | list) else block3[:1]
+        raise ValueError(f"a block of {' x '.join(map(str, shown))} = {threads:,} threads: a block "
+                         f"has at most {MAX_BLOCK_THREADS} threads; use more blocks instead")
+    return grid3, block3
+
+
 def _dims(what: str, value: Sequence[int] | int, limits: tuple[int, int, int]) -> tuple[int, int, int]:
     items = (value,) if isinstance(value, int | np.integer) else value
     ok = isinstance(items, tuple | list) and 1 <= len(items) <= 3 and all(
@@ -484,9 +492,10 @@ def _dims(what: str, value: Sequence[int] | int, limits: tuple[int, int, int]) -
     return dims  # type: ignore[return-value]
 
 
-def _arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any]) -> list[Any]:
+def _arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any], *, run: bool = True) -> list[Any]:
     """The values the kernel's parameters get: arrays as pointers, NumPy scalars as C values; a clear error when
-    an argument does not match its parameter (what CuPy would pass silently, and the GPU read wrongly)."""
+    an argument does not match its parameter (what CuPy would pass silently, and the GPU read wrongly).
+    run=False only checks, and takes any array with a dtype (a CuPy array, for a launch on a GPU)."""
     if not isinstance(args, tuple | list):
         raise TypeError(f"the kernel's arguments are a tuple, e.g. (a, b, out, np.int32(n)); got {args!r:.60}")
     if len(args) != len(params):
@@ -497,7 +506,7 @@ def _arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any]) 
         where = f"argument {i} ({ctype} {pname}) of {name}"
         want = np.dtype(DTYPES[ctype.name])
         if ctype.pointer:
-            array = _host_array(arg)
+            array = arg if isinstance(arg, np.ndarray) or (not run and _device_array(arg)) else None
             if array is None:
                 raise TypeError(f"{where}: expected an array of {want}, got {type(arg).__name__} {arg!r:.40}")
             if array.dtype != want:
@@ -506,18 +515,38 @@ def _arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any]) 
                                 "wrong numbers, no error)")
             if not array.flags.c_contiguous:
                 raise TypeError(f"{where}: the array is not contiguous (a transposed or sliced view?): pass "
-                                "np.ascontiguousarray(a)")
-            values.append(Pointer(Memory(pname, array.reshape(-1), "global"), 0))
+                                "an ascontiguousarray(a) copy")
+            values.append(Pointer(Memory(pname, array.reshape(-1), "global"), 0) if run else array)
         else:
             values.append(_scalar(where, ctype, want, arg))
     return values
 
 
-def _host_array(arg: Any) -> np.ndarray | None:
-    if isinstance(arg, np.ndarray):
-        return arg
-    host = getattr(arg, "_host", None)  # the CuPy-shaped front's arrays keep theirs here
-    return host if isinstance(host, np.ndarray) else None
+def _device_array(arg: Any) -> bool:
+    """Whether `arg` looks like an array on a GPU (CuPy's): a dtype, a shape and contiguity flags."""
+    return not isinstance(arg, np.generic) and all(hasattr(arg, a) for a in ("dtype", "shape", "flags"))
+
+
+def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[Any]) -> None:
+    """Raise, with the executor's message, what a launch of kernel `name` of `source` with these arguments would
+    get wrong on a GPU (a block over 1024 threads, a Python int for an int, an array of the wrong dtype), so a
+    GPU launch is refused as the CPU executor would refuse it. CUDA C outside the executor's subset is not
+    checked here (CuPy and the driver check what they can)."""
+    for what, dims in (("grid", grid), ("block", block)):
+        if not isinstance(dims, tuple):
+            raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
+    try:
+        program = _program(source)
+    except cuda_c.UnsupportedSyntax:
+        return
+    params = program.params(name)
+    _launch_shape(grid, block)
+    _arguments(name, params, args, run=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _program(source: str) -> Program:
+    return Program(source)
 
 
 def _scalar(where: str, ctype: CType, want: np.dtype, arg: Any) -> Any:

@@ -578,3 +578,22 @@ def test_the_tiled_matmul_checker_runs_a_100_by_70_by_90_product_on_a_gpu(fake_g
     assert not kernel_checks.check_tiled_matmul(_solution("matmul_tiled_rect"))
     assert lines(capsys)[0].startswith("❌ tiled matmul: the GPU run failed ((100 x 70) @ (70 x 90)): "
                                        "ZeroDivisionError: division by zero. After an illegal memory access")
+
+
+def test_on_a_gpu_a_raw_kernel_launch_cupy_would_misread_is_refused_with_the_executors_message(
+        fake_gpu, monkeypatch) -> None:
+    monkeypatch.setattr(cuda, "gpu_here", lambda: True)
+    cp = cuda.cupy()
+    add = cp.RawKernel(cuda.kernel_source("vector_add.cu"), "vector_add")
+    a = cp.asarray(np.ones(300, np.float32))
+    out = cp.empty(300, cp.float32)
+    for args, message in [((a, a, out, 300), "got the Python int 300, which CuPy passes as a 64-bit integer"),
+                          ((a, a.astype(np.float64), out, np.int32(300)), "an array of float64, but the kernel"),
+                          ((a, a, out), "vector_add takes 4 arguments")]:
+        with pytest.raises(TypeError, match=message):
+            add((3,), (128,), args)
+    with pytest.raises(ValueError, match="at most 1024 threads"):
+        add((1,), (32, 64), (a, a, out, np.int32(300)))
+    assert fake_gpu.launches == []
+    add((3,), (128,), (a, a, out, np.int32(300)))  # then CuPy's own launch (here the fake's)
+    assert fake_gpu.launches == [("vector_add", (3,), (128,))] and np.array_equal(out.get(), np.full(300, 2.0))

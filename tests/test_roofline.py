@@ -124,8 +124,8 @@ def test_every_constant_says_where_it_comes_from():
 
 INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "hardware", "limits", "notice", "nvrtc", "plots",
                   "project", "roofline", "specs", "style", "timing", "validate", "widgets", "workloads"}
-CHAPTER = {"cuda", "cuda_c", "cuda_sim", "cupy_cpu", "grid", "kernel_checks", "lessons", "mandelbrot", "mlp",
-           "sharding", "systolic", "threads", "training"}
+CHAPTER = {"cuda", "cuda_c", "cuda_sim", "cupy_checked", "cupy_cpu", "grid", "kernel_checks", "lessons",
+           "mandelbrot", "mlp", "sharding", "systolic", "threads", "training"}
 TOOLS = {"__init__", "__main__", "evidence", "upkeep"}  # the front door and the maintainers' commands
 
 
