@@ -79,10 +79,12 @@ def _cupy_status() -> BackendStatus:
         import cupy
     except ImportError:
         return BackendStatus("cupy", False, "CuPy is not installed",
-                             "on a machine with an NVIDIA GPU: pip install cupy-cuda12x", "gpu")
+                             "on a machine with an NVIDIA GPU: pip install cupy-cuda12x (CUDA 12 driver) or "
+                             "cupy-cuda13x (CUDA 13); nvidia-smi shows the driver's CUDA version", "gpu")
     except Exception as exc:  # a broken install raises all sorts at import
         return BackendStatus("cupy", False, f"CuPy failed to import: {type(exc).__name__}: {exc}",
-                             "reinstall the cupy-cuda12x that matches your CUDA driver (nvidia-smi shows it)", "gpu")
+                             "reinstall the CuPy that matches your CUDA driver (nvidia-smi shows it): "
+                             "cupy-cuda12x for CUDA 12, cupy-cuda13x for CUDA 13", "gpu")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
@@ -96,7 +98,7 @@ def _cupy_status() -> BackendStatus:
     except Exception as exc:
         return BackendStatus("cupy", False, f"a GPU is present but CuPy's first operation failed: {_first_line(exc)}",
                              "install the CuPy that matches the driver's CUDA version: nvidia-smi shows it; "
-                             "CUDA 12.x needs cupy-cuda12x", "gpu")
+                             "CUDA 12.x needs cupy-cuda12x, CUDA 13.x cupy-cuda13x", "gpu")
     return BackendStatus("cupy", True, f"GPU: {name} ({count} device{'s' * (count > 1)})", device_kind="gpu")
 
 

@@ -1,8 +1,9 @@
 """Compile CUDA C with NVIDIA's runtime compiler (NVRTC), with or without a GPU.
 
 NVRTC is a plain shared library: it needs no GPU and no driver, so every machine that has it (the pip package
-nvidia-cuda-nvrtc-cu12 on Linux and Windows) can compile a learner's kernel and show NVIDIA's own error
-messages. We call it through ctypes; on a GPU, CuPy compiles the same sources with its own copy of NVRTC.
+nvidia-cuda-nvrtc-cu12 for CUDA 12 or nvidia-cuda-nvrtc for CUDA 13, on Linux and Windows) can compile a
+learner's kernel and show NVIDIA's own error messages. We call it through ctypes; on a GPU, CuPy compiles the
+same sources with its own copy of NVRTC.
 
     result = compile_source(source, arch="sm_75", name="vector_add.cu")   # raises CompileError with the log
     available()                                                           # False, with why(), when absent
@@ -20,7 +21,8 @@ from pathlib import Path
 
 #: The architectures every kernel of the series is compiled for: the T4 (Colab's free GPU) and Hopper (H100).
 TARGET_ARCHS = ("sm_75", "sm_90")
-INSTALL_HINT = "pip install nvidia-cuda-nvrtc-cu12 (Linux or Windows; NVIDIA publishes no macOS build), then restart"
+INSTALL_HINT = ("pip install nvidia-cuda-nvrtc-cu12 (or nvidia-cuda-nvrtc for CUDA 13; Linux or Windows, NVIDIA "
+                "publishes no macOS build), then restart")
 
 
 class NvrtcUnavailable(RuntimeError):
@@ -57,22 +59,28 @@ def readable_log(log: str) -> str:
     return _LOG_LINE.sub(lambda m: f"{m['file']}:{m['line']}: ", log).strip()
 
 
+#: Where NVIDIA's pip wheels put NVRTC under the `nvidia` namespace package: CUDA 12's nvidia-cuda-nvrtc-cu12
+#: in cuda_nvrtc/, CUDA 13's nvidia-cuda-nvrtc in cu13/.
+WHEEL_FOLDERS = ("cuda_nvrtc", "cu13")
+
+
 def _candidates() -> list[str]:
-    """Where libnvrtc may be: the pip package nvidia-cuda-nvrtc-cu12 first, then the system loader's names."""
+    """Where libnvrtc may be: NVIDIA's pip wheels (CUDA 12, then 13) first, then the system loader's names."""
     found: list[str] = []
     try:
-        import nvidia.cuda_nvrtc as package  # a namespace package: no __file__, only __path__
+        import nvidia  # a namespace package: no __file__, only __path__
 
-        for root in map(Path, package.__path__):
-            for folder in (root / "lib", root / "bin"):
-                patterns = ("nvrtc64_*.dll",) if sys.platform == "win32" else ("libnvrtc.so*",)
-                found += [str(p) for pattern in patterns for p in sorted(folder.glob(pattern))
-                          if "builtins" not in p.name and ".alt." not in p.name]
+        roots = [Path(path) / folder for folder in WHEEL_FOLDERS for path in nvidia.__path__]
     except ImportError:
-        pass
+        roots = []
+    patterns = ("nvrtc64_*.dll",) if sys.platform == "win32" else ("libnvrtc.so*",)
+    for root in roots:
+        for folder in (root / "lib", root / "bin"):
+            found += [str(p) for pattern in patterns for p in sorted(folder.glob(pattern))
+                      if "builtins" not in p.name and ".alt." not in p.name]
     system = ctypes.util.find_library("nvrtc")
     found += [system] if system else []
-    found += ["libnvrtc.so.12", "libnvrtc.so"] if sys.platform != "win32" else []
+    found += ["libnvrtc.so.12", "libnvrtc.so.13", "libnvrtc.so"] if sys.platform != "win32" else []
     return found
 
 

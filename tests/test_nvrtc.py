@@ -83,3 +83,16 @@ def test_the_pip_package_is_searched_first() -> None:
     pytest.importorskip("nvidia.cuda_nvrtc", reason="the pip package nvidia-cuda-nvrtc-cu12 is not installed")
     first = nvrtc._candidates()[0]
     assert "cuda_nvrtc" in first and "builtins" not in first
+
+
+def test_cuda_13s_wheel_is_searched_after_cuda_12s(monkeypatch, tmp_path) -> None:
+    nvidia = pytest.importorskip("nvidia", reason="no NVIDIA pip wheel here: nothing to search")
+
+    for folder, name in (("cuda_nvrtc", "libnvrtc.so.12"), ("cu13", "libnvrtc.so.13")):
+        (tmp_path / folder / "lib").mkdir(parents=True)
+        (tmp_path / folder / "lib" / name).touch()
+        (tmp_path / folder / "lib" / "libnvrtc-builtins.so.13.5").touch()
+    monkeypatch.setattr(nvidia, "__path__", [str(tmp_path)])
+    found = nvrtc._candidates()
+    assert found[:2] == [str(tmp_path / "cuda_nvrtc/lib/libnvrtc.so.12"), str(tmp_path / "cu13/lib/libnvrtc.so.13")]
+    assert "libnvrtc.so.13" in found[2:]  # and the system loader's name for it

@@ -8,7 +8,8 @@ extern "C" __global__ void block_sum(const float* x, float* out, int n) {
     int tid = threadIdx.x;
     // 1. Grid-stride loop: each thread adds up its share of x in a register.
     float sum = 0.0f;
-    for (int i = blockIdx.x * blockDim.x + tid; i < n; i += blockDim.x * gridDim.x) {
+    // (a 64-bit index: near n = 2^31 a 32-bit one would wrap around before the loop ends)
+    for (long long i = blockIdx.x * (long long)blockDim.x + tid; i < n; i += (long long)blockDim.x * gridDim.x) {
         sum += x[i];
     }
     partial[tid] = sum;

@@ -9,10 +9,11 @@ extern "C" __global__ void vector_add(const float* a, const float* b, float* out
 }
 
 // The same sum with a grid-stride loop: any number of threads covers any n.
-// Each thread starts at its own index and jumps by the total number of threads in the grid.
+// Each thread starts at its own index and jumps by the total number of threads in the grid. The index is
+// 64-bit (long long): near n = 2^31 a 32-bit one would wrap around before the loop ends.
 extern "C" __global__ void vector_add_grid_stride(const float* a, const float* b, float* out, int n) {
-    int stride = blockDim.x * gridDim.x;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
         out[i] = a[i] + b[i];
     }
 }
