@@ -425,6 +425,20 @@ def test_timing_budget_is_set_once_before_the_first_timing(file: str) -> None:
 
 
 @pytest.mark.parametrize("file", FILES)
+def test_a_chapter_using_cupy_stops_jax_taking_the_gpus_memory_first(file: str) -> None:
+    """JAX, on a GPU, takes 75% of its memory when it starts; a chapter that also uses CuPy (h.cuda) must set
+    XLA_PYTHON_CLIENT_PREALLOCATE=false before anything can start JAX (its first `import jax` or `h.` use)."""
+    lines = [(where, line) for where, line in _code_lines(file) if line.strip() and " cell 1 line " not in where]
+    if not any("h.cuda." in line for _, line in lines):
+        return
+    found = [i for i, (_, line) in enumerate(lines) if 'environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")'
+             in line]
+    assert found, f"notebooks/{file} uses CuPy and JAX: set XLA_PYTHON_CLIENT_PREALLOCATE=false before JAX starts"
+    first_jax = next(i for i, (_, line) in enumerate(lines) if re.match(r"\s*import jax\b|.*\bh\.", line))
+    assert found[0] < first_jax, f"set it before {lines[first_jax][0]}: {lines[first_jax][1].strip()}"
+
+
+@pytest.mark.parametrize("file", FILES)
 def test_solutions_pass_their_checks(file: str) -> None:
     nb = _stored(file)
     found, broken = _exercises(nb)
