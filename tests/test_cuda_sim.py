@@ -34,28 +34,35 @@ def blocks(n: int, threads: int) -> int:
 
 
 # ------------------------------------------------------------------------------------ how each kernel is run
+# Each runner launches through `launch(source, name, grid, block, args)`: the CPU executor here, CuPy on a GPU
+# (tests/test_gpu.py passes its own), writing the kernel's outputs into the NumPy arrays in args.
 
 
-def run_vector_add(src: str, name: str = "vector_add", n: int = 1000, grid: int | None = None) -> None:
+def executor_launch(src: str, name: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple) -> None:
+    Program(src).launch(name, grid, block, args)
+
+
+def run_vector_add(src: str, name: str = "vector_add", n: int = 1000, grid: int | None = None,
+                   launch=executor_launch) -> None:
     a, b, out = floats(n), floats(n), np.full(n, np.nan, np.float32)
-    Program(src).launch(name, (grid or blocks(n, 128),), (128,), (a, b, out, np.int32(n)))
+    launch(src, name, (grid or blocks(n, 128),), (128,), (a, b, out, np.int32(n)))
     np.testing.assert_array_equal(out, a + b)
 
 
-def run_matmul(src: str, name: str, m: int, k: int | None = None, n: int | None = None) -> None:
+def run_matmul(src: str, name: str, m: int, k: int | None = None, n: int | None = None,
+               launch=executor_launch) -> None:
     square = k is None
     k, n = (m, m) if square else (k, n)
     a, b, c = floats(m, k), floats(k, n), np.full((m, n), np.nan, np.float32)
     sizes = (np.int32(m),) if square else (np.int32(m), np.int32(k), np.int32(n))
-    Program(src).launch(name, (blocks(n, 16), blocks(m, 16)), (16, 16), (a, b, c, *sizes))
+    launch(src, name, (blocks(n, 16), blocks(m, 16)), (16, 16), (a, b, c, *sizes))
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)  # the order of the sums differs from BLAS
 
 
-def run_block_sum(src: str, n: int = 3001, grid: int = 5) -> None:
+def run_block_sum(src: str, n: int = 3001, grid: int = 5, launch=executor_launch) -> None:
     x, partial, total = floats(n), np.zeros(grid, np.float32), np.zeros(1, np.float32)
-    program = Program(src)
-    program.launch("block_sum", (grid,), (256,), (x, partial, np.int32(n)))
-    program.launch("block_sum", (1,), (256,), (partial, total, np.int32(grid)))
+    launch(src, "block_sum", (grid,), (256,), (x, partial, np.int32(n)))
+    launch(src, "block_sum", (1,), (256,), (partial, total, np.int32(grid)))
     assert total[0] == pytest.approx(float(x.sum(dtype=np.float64)), rel=1e-4, abs=1e-3)
 
 
@@ -76,26 +83,34 @@ def mandelbrot_reference(width: int, height: int, box: tuple[float, ...], steps:
     return counts
 
 
-def run_mandelbrot(src: str, width: int = 37, height: int = 21, steps: int = 40) -> None:
+def run_mandelbrot(src: str, width: int = 37, height: int = 21, steps: int = 40, launch=executor_launch,
+                   exact: bool = True) -> None:
+    """exact=False (on a GPU): the GPU may fuse a multiply and an add (one rounding), so a point on the edge of
+    the set can take a step more or less; nearly every count must still agree."""
     counts = np.full(width * height, -1, np.int32)
     box = (-2.0, 0.6, -1.1, 1.1)
-    Program(src).launch("mandelbrot", (blocks(width, 16), blocks(height, 16)), (16, 16),
-                        (counts, np.int32(width), np.int32(height), *(np.float32(v) for v in box), np.int32(steps)))
-    np.testing.assert_array_equal(counts.reshape(height, width), mandelbrot_reference(width, height, box, steps))
+    launch(src, "mandelbrot", (blocks(width, 16), blocks(height, 16)), (16, 16),
+           (counts, np.int32(width), np.int32(height), *(np.float32(v) for v in box), np.int32(steps)))
+    want = mandelbrot_reference(width, height, box, steps)
+    got = counts.reshape(height, width)
+    if exact:
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert (got >= 0).all() and np.mean(got != want) < 0.02 and np.abs(got - want).max() <= steps
 
 
-def run_scale(src: str, n: int = 1000) -> None:
+def run_scale(src: str, n: int = 1000, launch=executor_launch) -> None:
     x, out = floats(n), np.full(n, np.nan, np.float32)
-    Program(src).launch("scale", (blocks(n, 256),), (256,), (x, out, np.float32(2.5), np.int32(n)))
+    launch(src, "scale", (blocks(n, 256),), (256,), (x, out, np.float32(2.5), np.int32(n)))
     np.testing.assert_array_equal(out, np.float32(2.5) * x)
 
 
 RUNS = {
-    "vector_add": lambda src: run_vector_add(src),
-    "vector_add_grid_stride": lambda src: run_vector_add(src, "vector_add_grid_stride", grid=3),
-    "matmul_naive": lambda src: run_matmul(src, "matmul_naive", 37),
-    "matmul_tiled": lambda src: run_matmul(src, "matmul_tiled", 37),
-    "matmul_tiled_rect": lambda src: run_matmul(src, "matmul_tiled_rect", 21, 35, 18),
+    "vector_add": lambda src, **kw: run_vector_add(src, **kw),
+    "vector_add_grid_stride": lambda src, **kw: run_vector_add(src, "vector_add_grid_stride", grid=3, **kw),
+    "matmul_naive": lambda src, **kw: run_matmul(src, "matmul_naive", 37, **kw),
+    "matmul_tiled": lambda src, **kw: run_matmul(src, "matmul_tiled", 37, **kw),
+    "matmul_tiled_rect": lambda src, **kw: run_matmul(src, "matmul_tiled_rect", 21, 35, 18, **kw),
     "block_sum": run_block_sum,
     "mandelbrot": run_mandelbrot,
     "scale": run_scale,

@@ -440,6 +440,12 @@ def test_a_chapter_using_cupy_stops_jax_taking_the_gpus_memory_first(file: str) 
 
 @pytest.mark.parametrize("file", FILES)
 def test_solutions_pass_their_checks(file: str) -> None:
+    run_with_solutions(file)
+
+
+def run_with_solutions(file: str) -> None:
+    """Run chapter `file` top to bottom with every exercise's solution filled in; every check must pass (on
+    whatever this machine has: tests/test_gpu.py calls it on a GPU)."""
     nb = _stored(file)
     found, broken = _exercises(nb)
     assert found and not broken, "see test_tags_and_exercises_follow_the_conventions"

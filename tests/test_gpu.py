@@ -1,0 +1,118 @@
+"""The GPU suite: real CuPy (and JAX on the GPU) against NumPy, the exercise checks, chapters 03 and 05 with
+their solutions, and the measurements against their roofs and predictions.
+
+    python -m pytest -m gpu          # on a machine with an NVIDIA GPU (Colab: a T4 runtime)
+
+Without a GPU every test here is skipped with the reason. The CPU executor runs the same kernels in
+tests/test_cuda_sim.py, so what this suite adds is the GPU itself: its compiler, its arithmetic (a fused
+multiply-add rounds once), its timings.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cuda_sim import RUNS, notebook_kernels
+from test_notebooks import run_with_solutions
+
+from helpers import backend, cuda, evidence, kernel_checks, roofline, specs, workloads
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not backend.backends()["cupy"].usable,
+                                                  reason="needs an NVIDIA GPU that CuPy can use: "
+                                                         f"{backend.backends()['cupy'].detail}")]
+#: How far a measurement may sit from its prediction: the factor every published measurement in
+#: docs/predictions.md is held to.
+FACTOR = evidence.RATIO_LIMIT
+
+
+def gpu_launch(src: str, name: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple) -> None:
+    """Launch with CuPy: arrays copied to the GPU, the launch checked and run, outputs copied back in place."""
+    cupy = cuda.cupy()
+    device = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    cupy.RawKernel(src, name)(tuple(grid), tuple(block), tuple(device))
+    cupy.cuda.get_current_stream().synchronize()
+    for host, on_gpu in zip(args, device, strict=True):
+        if isinstance(host, np.ndarray):
+            host[...] = cupy.asnumpy(on_gpu)
+
+
+@pytest.mark.parametrize("file", cuda.kernel_files())
+def test_every_kernel_file_matches_numpy_on_the_gpu(file):
+    src = cuda.kernel_source(file)
+    for name, _ in re.findall(r'extern "C" __global__ void (\w+)\s*\(([^)]*)\)', src):
+        extra = {"exact": False} if name == "mandelbrot" else {}
+        RUNS[name](src, launch=gpu_launch, **extra)
+
+
+@pytest.mark.parametrize(("notebook", "src", "starter"), [k for k in notebook_kernels() if not k[2]],
+                         ids=lambda v: v if isinstance(v, str) and v.endswith("ipynb") else None)
+def test_every_solution_kernel_in_the_notebooks_matches_numpy_on_the_gpu(notebook, src, starter):
+    for name in re.findall(r'extern "C" __global__ void (\w+)\s*\(', src):
+        RUNS[name](src, launch=gpu_launch)
+
+
+def _solution(name: str) -> str:
+    for _, src, starter in notebook_kernels():
+        if not starter and f"void {name}(" in src:
+            return src
+    raise AssertionError(f"no solution for {name} in the notebooks")
+
+
+def test_the_exercise_solutions_pass_and_planted_wrong_kernels_fail_on_the_gpu(capsys):
+    scale, tiled = _solution("scale"), _solution("matmul_tiled_rect")
+
+    def twin(t, x, out, factor, n):
+        i = t.blockIdx.x * t.blockDim.x + t.threadIdx.x
+        if i < n:
+            out[i] = factor * x[i]
+
+    silu = cuda.Elementwise("float32 x", "float32 y", "y = x / (1.0f + expf(-x));", "silu")
+    assert kernel_checks.check_scale(scale, twin)
+    assert kernel_checks.check_tiled_matmul(tiled)
+    assert kernel_checks.check_silu(silu)
+    out = capsys.readouterr().out
+    assert out.count("ran on this GPU and matches NumPy") == 3, out
+    planted = [kernel_checks.check_scale(scale.replace("factor * x[i]", "factor + x[i]"), twin),
+               kernel_checks.check_tiled_matmul(tiled.replace("C[row * N + col] = sum", "C[row * N + col] = -sum")),
+               kernel_checks.check_silu(cuda.Elementwise("float32 x", "float32 y", "y = x / (1.0f + expf(x));",
+                                                         "silu"))]
+    assert not any(planted) and all(v.attempted for v in planted)
+
+
+@pytest.mark.parametrize("chapter", ["03_gpu_cupy.ipynb", "05_training.ipynb"])
+def test_the_gpu_chapters_run_to_the_end_with_their_solutions(chapter):
+    run_with_solutions(chapter)
+
+
+def _here() -> specs.DeviceSpec:
+    spec = cuda.gpu().spec
+    assert spec is not None, "this GPU has no published specs in helpers/specs.py: add them"
+    return spec
+
+
+@pytest.mark.parametrize(("op", "n"), [("axpby", 1 << 26), ("matmul", 4096)])
+def test_no_gpu_measurement_is_above_its_roof(op, n):
+    timing = workloads.measure(op, "cupy", n, budget=1.0)
+    spec = _here()
+    assert timing.flops / timing.median <= spec.peak_for("float32") * 1.0001, timing
+    assert timing.bytes / timing.median <= spec.peak_bandwidth * 1.0001, timing
+
+
+def test_the_axpby_prediction_is_within_the_documented_factor_of_the_measurement():
+    n = 1 << 26  # 256 MB per float32 array: far beyond any L2 cache
+    measured = workloads.measure("axpby", "cupy", n, budget=1.0).median
+    predicted = cuda.gpu().predict_cupy_axpby(n)
+    assert 1 / FACTOR <= measured / predicted <= FACTOR, (measured, predicted)
+
+
+def test_a_big_matmul_prediction_is_within_the_documented_factor_of_the_measurement():
+    n = 4096
+    measured = workloads.measure("matmul", "cupy", n, budget=1.0).median
+    predicted = roofline.predict_seconds(_here(), flops=2 * n**3, bytes=3 * 4 * n * n, dtype="float32",
+                                         call="cupy", timed="synced", matmul=True)
+    assert 1 / FACTOR <= measured / predicted <= FACTOR, (measured, predicted)
+
