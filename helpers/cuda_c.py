@@ -288,8 +288,11 @@ class _Translator:
     # -------------------------------------------------------------------- scopes and output
 
     def declare(self, name: str, ctype: CType, line: int) -> str:
-        if name in BUILTINS or name in self.functions:
-            raise UnsupportedSyntax(f"{name!r} is already a built-in or a function; choose another name", line)
+        if name in BUILTINS:
+            raise UnsupportedSyntax(f"{name!r} is CUDA's own (threadIdx, blockIdx, blockDim, gridDim); choose "
+                                    "another name", line)
+        if name in self.scopes[-1]:
+            raise CudaCError(f"{name!r} is declared twice in the same block", line)
         py = f"{name}_" if f"{name}_" not in self.names else f"{name}_{len(self.names)}"
         self.names.add(py)
         self.scopes[-1][name] = _Var(py, ctype)
@@ -423,7 +426,7 @@ class _Translator:
             if node.init is not None:
                 self.statement(node.init, depth)
             increment = self.side_effects(node.next, line) if node.next is not None else []
-            cond = self.condition(node.cond, line, loop=True) if node.cond is not None else "_loop(_c, 0, 1)"
+            cond = self.condition(node.cond, line, loop=True) if node.cond is not None else f"_loop(_c, {line}, 1)"
             self.emit(depth, "while True:")
             self.emit(depth + 1, f"if not {cond}:")
             self.emit(depth + 2, "break")
@@ -646,8 +649,8 @@ class _Translator:
             var = self.lookup(node.lvalue.name, line)
             statement = self.assign(node.lvalue, node.op, node.rvalue, line)
             return f"({var.py} := {statement.split(' = ', 1)[1]})", var.type
-        if isinstance(node, c_ast.UnaryOp) and node.op == "sizeof":
-            raise UnsupportedSyntax("sizeof of an expression: write sizeof(float)", line)
+        if isinstance(node, c_ast.ExprList):
+            raise UnsupportedSyntax("the comma operator (a, b): write two statements", line)
         raise UnsupportedSyntax(f"the expression {type(node).__name__}", line)
 
     def element_type(self, node: c_ast.Node) -> CType:

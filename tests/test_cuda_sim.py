@@ -365,6 +365,9 @@ def test_paths_are_recorded_per_thread_and_grouped_in_warps():
      "takes arguments"),
     ("__device__ float g(float v) { return v; }", CudaCError, "no kernel found"),
     ("", CudaCError, "a string of CUDA C"),
+    ('extern "C" __global__ void f(int* x) {\n int i = 1;\n int i = 2;\n}', CudaCError,
+     "line 3: 'i' is declared twice in the same block"),
+    ('extern "C" __global__ void f(int* x) {\n x[0] = (1, 2);\n}', UnsupportedSyntax, "the comma operator"),
     ('extern "C" __global__ void f(float* x, int n) {\n __shared__ float t[n];\n}', CudaCError,
      "line 2: an array size must be a constant"),
 ])
