@@ -28,6 +28,12 @@ class DeviceSpec:
     aliases: tuple[str, ...] = field(default=(), repr=False)
     #: What does the arithmetic, in words, and how many multiply-adds the chip starts per clock cycle.
     mac_units: tuple[str, int] | None = None
+    #: Bytes of L2 cache, or None where no public source for it was found (see `l2_source`). NVIDIA's "MB" here
+    #: is 2**20 bytes: CUDA's l2CacheSize reads 4194304 on a T4, 41943040 on an A100, 52428800 on an H100.
+    l2_bytes: int | None = None
+    l2_source: str = ""  # where the L2 size was published, with its address; or why there is none
+    #: Public addresses of the documents the peaks, bandwidth and memory come from (`source` names them).
+    urls: tuple[str, ...] = field(default=(), repr=False)
 
     def peak_for(self, dtype: str) -> float | None:
         """Peak FLOP/s for `dtype` ('float32', 'tf32', 'float16', 'bfloat16'), or None if not published."""
@@ -39,6 +45,33 @@ class DeviceSpec:
         return max(self.peak_flops.values()) / self.peak_bandwidth
 
 
+MIB = 2**20
+
+# The documents the GPU figures come from. NVIDIA prints the TF32, FP16 and BF16 tensor-core peaks of Ampere,
+# Ada and Hopper cards "with sparsity" (marked *) and says the dense figures are half those: the dense ones are
+# used here. The FP32 figure is the CUDA cores' and has no sparsity.
+_T4_SHEET = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf"
+_L4_PAGE = "https://www.nvidia.com/en-us/data-center/l4/"
+_A100_40_SHEET = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet.pdf"
+_A100_80_SHEET = ("https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+                  "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
+_A100_TABLE = "https://www.thundercompute.com/blog/nvidia-a100-specs-full-guide"  # all four A100s side by side
+_AMPERE_BLOG = "https://developer.nvidia.com/blog/nvidia-ampere-architecture-in-depth/"
+_H100_PAGE = "https://www.nvidia.com/en-us/data-center/h100/"  # H100 SXM and H100 NVL columns
+_H100_PCIE_BRIEF = "https://manuals.plus/m/56b0c3ef7d0a1c470c0af8f05a0bd1f29a778007472ba941201fbbb185c9bccd"
+_H100_TABLE = "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html"  # NVIDIA's SXM / PCIe table, L2 too
+_HOPPER_PAPER = "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"
+_HOPPER_BLOG = "https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/"
+_H200_PAGE = "https://www.nvidia.com/en-us/data-center/h200/"  # H200 SXM and H200 NVL columns
+
+_A100_L2 = (f"40 MB L2 cache (NVIDIA, A100: {_AMPERE_BLOG}); the same 40 MB on every A100, 40GB or 80GB, SXM "
+            f"or PCIe ({_A100_TABLE})")
+_H100_L2 = (f"50 MB L2 cache on H100 SXM5 and H100 PCIe (NVIDIA's H100 table, {_H100_TABLE}; {_HOPPER_BLOG}: "
+            "'A 50 MB L2 cache in H100 is 1.25x larger than the A100 40 MB L2')")
+_HOPPER_NO_L2 = ("not published: NVIDIA's {card} pages give no L2 size and no public deviceQuery of this card was "
+                 "found, so none is assumed (on the card itself, CuPy's getDeviceProperties(0)['l2CacheSize'] "
+                 "reads it)")
+
 GPUS: tuple[DeviceSpec, ...] = (
     DeviceSpec(
         "NVIDIA T4", "gpu",
@@ -47,34 +80,90 @@ GPUS: tuple[DeviceSpec, ...] = (
         notes="FP16 tensor cores only; no BF16 or TF32 tensor cores.",
         aliases=("tesla t4", "t4"),
         mac_units=("2,560 CUDA cores, each one FP32 multiply-add per cycle", 2560),
+        l2_bytes=4 * MIB,
+        l2_source=("4 MB (4,096 KiB) L2, measured and reported in Jia et al., 'Dissecting the NVidia Turing T4 "
+                   "GPU via Microbenchmarking' (https://arxiv.org/abs/1903.07486); the T4 datasheet gives none"),
+        urls=(_T4_SHEET,),
     ),
     DeviceSpec(
         "NVIDIA L4", "gpu",
         {"float32": 30.3 * TERA, "tf32": 60 * TERA, "float16": 121 * TERA, "bfloat16": 121 * TERA},
         300 * GIGA, 24e9, "Colab", "NVIDIA L4 datasheet", aliases=("l4",),
+        l2_bytes=48 * MIB,
+        l2_source=("48 MB L2 (third-party GPU database, https://fpsbench.com/compare/gpu/nvidia-l4-vs-nvidia-tesla-m40"
+                   "; a published deviceQuery on an L4 reads 'L2 Cache Size: 50331648 bytes'); no NVIDIA document "
+                   "giving the L4's L2 was found"),
+        urls=(_L4_PAGE,),
     ),
     DeviceSpec(
         "NVIDIA A100 40GB", "gpu",
         {"float32": 19.5 * TERA, "tf32": 156 * TERA, "float16": 312 * TERA, "bfloat16": 312 * TERA},
         1555 * GIGA, 40e9, "Colab", "NVIDIA A100 datasheet",
-        aliases=("a100-sxm4-40gb", "a100-pcie-40gb", "a100 40gb"),
+        aliases=("a100-sxm4-40gb", "a100 40gb", "a100 40gb sxm", "a100-sxm-40gb"),
+        l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_40_SHEET, _AMPERE_BLOG, _A100_TABLE),
+    ),
+    DeviceSpec(
+        "NVIDIA A100 40GB PCIe", "gpu",
+        {"float32": 19.5 * TERA, "tf32": 156 * TERA, "float16": 312 * TERA, "bfloat16": 312 * TERA},
+        1555 * GIGA, 40e9, "cloud", "NVIDIA A100 datasheet (A100 40GB PCIe column)",
+        notes="Same published peaks and 1,555 GB/s as the 40GB SXM card; a lower power limit (250 W against 400 W).",
+        aliases=("a100-pcie-40gb", "a100 pcie 40gb"),
+        l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_40_SHEET, _A100_TABLE),
     ),
     DeviceSpec(
         "NVIDIA A100 80GB", "gpu",
         {"float32": 19.5 * TERA, "tf32": 156 * TERA, "float16": 312 * TERA, "bfloat16": 312 * TERA},
         2039 * GIGA, 80e9, "cloud", "NVIDIA A100 datasheet",
-        aliases=("a100-sxm4-80gb", "a100 80gb", "a100-pcie-80gb"),
+        aliases=("a100-sxm4-80gb", "a100 80gb", "a100-sxm-80gb", "a100 80gb sxm"),
+        l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_80_SHEET, _A100_TABLE),
+    ),
+    DeviceSpec(
+        "NVIDIA A100 80GB PCIe", "gpu",
+        {"float32": 19.5 * TERA, "tf32": 156 * TERA, "float16": 312 * TERA, "bfloat16": 312 * TERA},
+        1935 * GIGA, 80e9, "cloud", "NVIDIA A100 datasheet (A100 80GB PCIe column)",
+        notes="Same published peaks as the SXM card; 1,935 GB/s against the SXM's 2,039 GB/s.",
+        aliases=("a100-pcie-80gb", "a100 pcie 80gb"),
+        l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_80_SHEET, _A100_TABLE),
     ),
     DeviceSpec(
         "NVIDIA H100 SXM", "gpu",
         {"float32": 67 * TERA, "tf32": 495 * TERA, "float16": 989 * TERA, "bfloat16": 989 * TERA},
         3350 * GIGA, 80e9, "Colab (limited), cloud", "NVIDIA H100 datasheet; jax-ml/scaling-book gpus.md",
         aliases=("h100 80gb hbm3", "h100 sxm", "h100 sxm5"),
+        l2_bytes=50 * MIB, l2_source=_H100_L2, urls=(_H100_PAGE, _HOPPER_PAPER),
+    ),
+    DeviceSpec(
+        "NVIDIA H100 PCIe", "gpu",
+        {"float32": 51 * TERA, "tf32": 378 * TERA, "float16": 756.5 * TERA, "bfloat16": 756.5 * TERA},
+        2000 * GIGA, 80e9, "cloud", "NVIDIA H100 datasheet (H100 PCIe column); NVIDIA H100 PCIe product brief",
+        notes=("NVIDIA states TF32 756 and FP16/BF16 1,513 TFLOPS with sparsity; these are the dense halves. "
+               "Memory bandwidth 2,000 GB/s (HBM2e), against 3,350 GB/s on the SXM card."),
+        aliases=("h100 pcie", "h100 pcie 80gb"),
+        l2_bytes=50 * MIB, l2_source=_H100_L2, urls=(_H100_TABLE, _H100_PCIE_BRIEF, _HOPPER_PAPER),
+    ),
+    DeviceSpec(
+        "NVIDIA H100 NVL", "gpu",
+        {"float32": 60 * TERA, "tf32": 417.5 * TERA, "float16": 835.5 * TERA, "bfloat16": 835.5 * TERA},
+        3900 * GIGA, 94e9, "cloud", "NVIDIA H100 datasheet (H100 NVL column, per GPU)",
+        notes=("NVIDIA states TF32 835 and FP16/BF16 1,671 TFLOPS with sparsity; these are the dense halves. "
+               "Per GPU: 94 GB at 3.9 TB/s (a pair joined by NVLink bridges is sold together)."),
+        aliases=("h100 nvl",),
+        l2_source=_HOPPER_NO_L2.format(card="H100 NVL"), urls=(_H100_PAGE,),
     ),
     DeviceSpec(
         "NVIDIA H200", "gpu",
         {"float32": 67 * TERA, "tf32": 495 * TERA, "float16": 989 * TERA, "bfloat16": 989 * TERA},
-        4800 * GIGA, 141e9, "cloud", "NVIDIA H200 datasheet", aliases=("h200",),
+        4800 * GIGA, 141e9, "cloud", "NVIDIA H200 datasheet", aliases=("h200", "h200 sxm"),
+        l2_source=_HOPPER_NO_L2.format(card="H200"), urls=(_H200_PAGE,),
+    ),
+    DeviceSpec(
+        "NVIDIA H200 NVL", "gpu",
+        {"float32": 60 * TERA, "tf32": 417.5 * TERA, "float16": 835.5 * TERA, "bfloat16": 835.5 * TERA},
+        4800 * GIGA, 141e9, "cloud", "NVIDIA H200 datasheet (H200 NVL column)",
+        notes=("NVIDIA states TF32 835 and FP16/BF16 1,671 TFLOPS with sparsity; these are the dense halves. "
+               "Same 141 GB at 4.8 TB/s as the H200 SXM, lower peaks."),
+        aliases=("h200 nvl",),
+        l2_source=_HOPPER_NO_L2.format(card="H200 NVL"), urls=(_H200_PAGE,),
     ),
 )
 
@@ -113,28 +202,47 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.lower().replace("nvidia", "").replace("tesla", "")).strip()
 
 
-def lookup(name: str) -> DeviceSpec | None:
+_FORM_FACTOR = re.compile(r"(?:^|[\s-])(pcie|nvl|sxm)\d*(?=$|[\s-])")
+
+
+def _forms(text: str) -> set[str]:
+    """The board form factors a (normalised) name states: 'pcie', 'nvl', 'sxm'."""
+    return set(_FORM_FACTOR.findall(text))
+
+
+def lookup(name: str | bytes) -> DeviceSpec | None:
     """The spec whose name or alias best matches a device name as CuPy or JAX reports it, else None.
+
+    CuPy's getDeviceProperties(0)["name"] may be bytes (b"Tesla T4"); JAX's device_kind is a str, for a GPU the same
+    string as CUDA's name. A name that states a form factor (PCIe, NVL, SXM) only matches a spec or alias stating
+    the same one, so an "A100 80GB PCIe" never falls back to the SXM card's figures.
 
     >>> lookup("Tesla T4").name
     'NVIDIA T4'
+    >>> lookup(b"NVIDIA A100 80GB PCIe").name
+    'NVIDIA A100 80GB PCIe'
     >>> lookup("TPU v5 lite").name
     'TPU v5e'
     """
-    if not isinstance(name, str) or not name.strip():
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", errors="replace")
+    if not isinstance(name, str) or not name.replace("\x00", "").strip():
         return None
-    wanted = _norm(name)
+    wanted = _norm(name.replace("\x00", ""))
+    stated = _forms(wanted)
     best: tuple[int, DeviceSpec] | None = None
     for spec in ALL:
         for candidate in (spec.name, *spec.aliases):
             key = _norm(candidate)
-            if key and (key == wanted or re.search(rf"(^|[\s-]){re.escape(key)}($|[\s-])", wanted)):
+            if not key or not stated <= _forms(key):
+                continue
+            if key == wanted or re.search(rf"(^|[\s-]){re.escape(key)}($|[\s-])", wanted):
                 if best is None or len(key) > best[0]:
                     best = (len(key), spec)
     return best[1] if best else None
 
 
-def get(name: str) -> DeviceSpec:
+def get(name: str | bytes) -> DeviceSpec:
     """The spec named `name`; a clear KeyError listing the known devices otherwise."""
     spec = lookup(name)
     if spec is None:
@@ -156,16 +264,30 @@ HOST_LINKS: dict[str, tuple[float, str]] = {
     "NVIDIA A100 80GB": (20 * GIGA, "PCIe Gen4 x16: measured 12.3 to 26.3 GB/s on different hosts "
                                     "(https://github.com/router-gao/cuda-demo, https://github.com/jdh4/della-gpu-A100, "
                                     "https://github.com/Azure/AI-benchmarking-guide)"),
+    "NVIDIA A100 40GB PCIe": (20 * GIGA, "PCIe Gen4 x16, as on the other A100s: measured 12.3 to 26.3 GB/s on "
+                                         "different A100 hosts (https://github.com/router-gao/cuda-demo, "
+                                         "https://github.com/jdh4/della-gpu-A100, "
+                                         "https://github.com/Azure/AI-benchmarking-guide)"),
+    "NVIDIA A100 80GB PCIe": (20 * GIGA, "PCIe Gen4 x16, as on the other A100s: measured 12.3 to 26.3 GB/s on "
+                                         "different A100 hosts (https://github.com/router-gao/cuda-demo, "
+                                         "https://github.com/jdh4/della-gpu-A100, "
+                                         "https://github.com/Azure/AI-benchmarking-guide)"),
     "NVIDIA H100 SXM": (45 * GIGA, "PCIe Gen5 x16: measured 35.2 to 52.8 GB/s (nvbandwidth, "
                                    "https://github.com/NVIDIA/nvbandwidth/issues/24, "
                                    "https://github.com/Azure/AI-benchmarking-guide)"),
+    "NVIDIA H100 PCIe": (45 * GIGA, "PCIe Gen5 x16: assumed as for the H100 SXM (same link); no published H100 PCIe "
+                                    "measurement was found"),
+    "NVIDIA H100 NVL": (45 * GIGA, "PCIe Gen5 x16: assumed as for the H100 SXM (same link); no published H100 NVL "
+                                   "measurement was found"),
     "NVIDIA H200": (45 * GIGA, "PCIe Gen5 x16: assumed as for the H100; no published H200 measurement was found"),
+    "NVIDIA H200 NVL": (45 * GIGA, "PCIe Gen5 x16: assumed as for the H100; no published H200 NVL measurement was "
+                                   "found"),
     "TPU v5e": (15 * GIGA, "published spec, 1.5e10 to 1.6e10 bytes/s of PCIe per chip (https://github.com/jax-ml/"
                            "scaling-book); no published v5e measurement was found"),
 }
 
 
-def host_link(name: str) -> tuple[float, str] | None:
+def host_link(name: str | bytes) -> tuple[float, str] | None:
     """(bytes/s, source) of the host link of the device called `name`, or None when none is on file."""
     spec = lookup(name)
     return HOST_LINKS.get(spec.name) if spec else None
