@@ -80,9 +80,10 @@ GPUS: tuple[DeviceSpec, ...] = (
         notes="FP16 tensor cores only; no BF16 or TF32 tensor cores.",
         aliases=("tesla t4", "t4"),
         mac_units=("2,560 CUDA cores, each one FP32 multiply-add per cycle", 2560),
-        l2_bytes=4 * MIB,
-        l2_source=("4 MB (4,096 KiB) L2, measured and reported in Jia et al., 'Dissecting the NVidia Turing T4 "
-                   "GPU via Microbenchmarking' (https://arxiv.org/abs/1903.07486); the T4 datasheet gives none"),
+        l2_source=("not published in a source we could read: the T4 datasheet gives no L2 size, and Jia et al. "
+                   "measure the T4's caches (https://arxiv.org/abs/1903.07486) but their figure could not be read "
+                   "from a stored copy, so none is assumed (on a T4, CuPy's getDeviceProperties(0)['l2CacheSize'] "
+                   "reads it)"),
         urls=(_T4_SHEET,),
     ),
     DeviceSpec(
