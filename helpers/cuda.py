@@ -396,6 +396,24 @@ class GPU:
         """(bytes/s, source) of the PCIe link between this GPU and the host."""
         return roofline.host_link(self.spec)
 
+    def l2_bytes(self) -> int | None:
+        """The size of this GPU's L2 cache: read from the card here (CuPy), else its published size (or None)."""
+        if self.here:
+            import cupy
+
+            return int(cupy.cuda.runtime.getDeviceProperties(0)["l2CacheSize"])
+        return self.spec.l2_bytes
+
+    def beyond_l2(self, at_least: int, bytes_per_element: int) -> int:
+        """A size n >= `at_least` whose arrays (`bytes_per_element` bytes per element in all) hold at least
+        L2_MULTIPLE times this GPU's L2 cache, rounded up to a whole million: a memory-bound timing then measures
+        the card's memory, not its cache (an L4's or H100's 48-50 MB L2 holds a 10-million-float array whole)."""
+        at_least, bytes_per_element = positive_int("at_least", at_least), positive_int("bytes_per_element",
+                                                                                        bytes_per_element)
+        l2 = self.l2_bytes()
+        need = -(-L2_MULTIPLE * l2 // bytes_per_element) if l2 else 0
+        return max(at_least, -(-need // 1_000_000) * 1_000_000)
+
     def predict_seconds(self, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
                         copies: float = 0.0, launches: int = 1) -> float:
         """Seconds for `launches` CuPy calls doing this work, timed back to back as h.benchmark times them,
@@ -418,6 +436,9 @@ class GPU:
                              f"of n ({5 * 4 * n / 1e9:,.1f} GB), the card has {self.spec.memory_bytes / 1e9:,.0f} GB")
         return self.predict_seconds(3 * n, CUPY_AXPBY_NUMBERS * 4 * n, copies=copies, launches=CUPY_AXPBY_KERNELS)
 
+
+#: How many times a GPU's L2 cache a memory-bound measurement's arrays must hold, so the cache cannot serve it.
+L2_MULTIPLE = 4
 
 #: CuPy runs alpha * x + beta * y as three kernels (alpha * x, beta * y, their sum), each a pass over memory:
 #: 2 + 2 + 3 = 7 float32 numbers move per element, where a fused kernel moves 3.

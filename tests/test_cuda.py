@@ -597,3 +597,18 @@ def test_on_a_gpu_a_raw_kernel_launch_cupy_would_misread_is_refused_with_the_exe
     assert fake_gpu.launches == []
     add((3,), (128,), (a, a, out, np.int32(300)))  # then CuPy's own launch (here the fake's)
     assert fake_gpu.launches == [("vector_add", (3,), (128,))] and np.array_equal(out.get(), np.full(300, 2.0))
+
+
+def test_memory_bound_sizes_are_four_times_the_l2_or_more(monkeypatch) -> None:
+    h100 = cuda.GPU("NVIDIA H100 80GB HBM3", specs.get("NVIDIA H100 80GB HBM3"), here=False)
+    assert h100.l2_bytes() == 50 * 2**20
+    assert h100.beyond_l2(10_000_000, bytes_per_element=4) == 53_000_000  # 4 x 50 MiB / 4 B, rounded up
+    assert h100.beyond_l2(10_000_000, bytes_per_element=12) == 18_000_000
+    assert h100.beyond_l2(60_000_000, bytes_per_element=4) == 60_000_000  # already beyond
+    t4 = cuda.GPU("NVIDIA T4", specs.get("NVIDIA T4"), here=False)
+    assert t4.l2_bytes() is None and t4.beyond_l2(10_000_000, 4) == 10_000_000  # no L2 on file: the size asked
+    runtime = types.SimpleNamespace(getDeviceProperties=lambda device: {"l2CacheSize": 6 * 2**20})
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime)))
+    assert cuda.GPU("Tesla T4", specs.get("NVIDIA T4"), here=True).beyond_l2(1_000, 4) == 7_000_000  # the card's
+    with pytest.raises(ValueError, match="bytes_per_element"):
+        t4.beyond_l2(10, 0)
