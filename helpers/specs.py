@@ -68,6 +68,10 @@ _A100_L2 = (f"40 MB L2 cache (NVIDIA, A100: {_AMPERE_BLOG}); the same 40 MB on e
             f"or PCIe ({_A100_TABLE})")
 _H100_L2 = (f"50 MB L2 cache on H100 SXM5 and H100 PCIe (NVIDIA's H100 table, {_H100_TABLE}; {_HOPPER_BLOG}: "
             "'A 50 MB L2 cache in H100 is 1.25x larger than the A100 40 MB L2')")
+#: The H100 NVL's and H200 NVL's published peaks per GPU (the same in both columns), dense: half NVIDIA's
+#: "with sparsity" figures, as the note says.
+_NVL_PEAKS = {"float32": 60 * TERA, "tf32": 417.5 * TERA, "float16": 835.5 * TERA, "bfloat16": 835.5 * TERA}
+_NVL_DENSE = "NVIDIA states TF32 835 and FP16/BF16 1,671 TFLOPS with sparsity; these are the dense halves. "
 _HOPPER_NO_L2 = ("not published: NVIDIA's {card} pages give no L2 size and no public deviceQuery of this card was "
                  "found, so none is assumed (on the card itself, CuPy's getDeviceProperties(0)['l2CacheSize'] "
                  "reads it)")
@@ -144,9 +148,9 @@ GPUS: tuple[DeviceSpec, ...] = (
     ),
     DeviceSpec(
         "NVIDIA H100 NVL", "gpu",
-        {"float32": 60 * TERA, "tf32": 417.5 * TERA, "float16": 835.5 * TERA, "bfloat16": 835.5 * TERA},
+        _NVL_PEAKS,
         3900 * GIGA, 94e9, "cloud", "NVIDIA H100 datasheet (H100 NVL column, per GPU)",
-        notes=("NVIDIA states TF32 835 and FP16/BF16 1,671 TFLOPS with sparsity; these are the dense halves. "
+        notes=(_NVL_DENSE +
                "Per GPU: 94 GB at 3.9 TB/s (a pair joined by NVLink bridges is sold together)."),
         aliases=("h100 nvl",),
         l2_source=_HOPPER_NO_L2.format(card="H100 NVL"), urls=(_H100_PAGE,),
@@ -159,9 +163,9 @@ GPUS: tuple[DeviceSpec, ...] = (
     ),
     DeviceSpec(
         "NVIDIA H200 NVL", "gpu",
-        {"float32": 60 * TERA, "tf32": 417.5 * TERA, "float16": 835.5 * TERA, "bfloat16": 835.5 * TERA},
+        _NVL_PEAKS,
         4800 * GIGA, 141e9, "cloud", "NVIDIA H200 datasheet (H200 NVL column)",
-        notes=("NVIDIA states TF32 835 and FP16/BF16 1,671 TFLOPS with sparsity; these are the dense halves. "
+        notes=(_NVL_DENSE +
                "Same 141 GB at 4.8 TB/s as the H200 SXM, lower peaks."),
         aliases=("h200 nvl",),
         l2_source=_HOPPER_NO_L2.format(card="H200 NVL"), urls=(_H200_PAGE,),
