@@ -246,6 +246,9 @@ def detect_fma_units(
     if vendor == "AuthenticAMD":
         if family == 23 and model < 0x30:
             return 2, 128, "AMD Zen 1 splits 256-bit ops into two 128-bit FMA pipes"
+        if family >= 26 and simd_bits == 512 and "Ryzen AI" not in brand:
+            return 2, 512, ("AMD Zen 5 (family 1Ah) server and desktop cores have two 512-bit FMA pipes (the mobile "
+                            "Ryzen AI parts run AVX-512 on 256-bit ones)")
         return 2, 256, "AMD Zen 2/3/4 have two 256-bit FMA pipes per core (AVX-512 runs on them in halves)"
     if "fma" not in flags:
         return 1, simd_bits, "no FMA: one vector add and one vector multiply per cycle, counted as one FMA"
@@ -311,6 +314,26 @@ def calibrate_matmul_flops(n: int = 768, budget_s: float = 0.06, most: int = 40)
             best = min(best, cpu if cpu >= wall / 4 else wall)
             runs += 1
     return 2 * n**3 / best
+
+
+#: OpenBLAS kernel families (threadpoolctl's "architecture") that use 256-bit vectors, even on an AVX-512 CPU.
+_OPENBLAS_256_BIT = ("haswell", "zen", "sandybridge", "skylake")
+
+
+def blas_vector_bits() -> tuple[int | None, str]:
+    """(the vector width NumPy's BLAS kernels use, which kernels): OpenBLAS may run its 256-bit Haswell kernels
+    on an AVX-512 CPU (OPENBLAS_CORETYPE, or an older OpenBLAS), and then shows at most half the core's rate.
+    None when not known (assume the CPU's full width)."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        found = [i for i in threadpool_info() if i.get("internal_api") == "openblas" and i.get("architecture")]
+    except Exception:  # noqa: BLE001 - threadpoolctl cannot look: assume the full width
+        return None, ""
+    if not found:
+        return None, ""
+    arch = str(found[0]["architecture"])
+    return (256 if arch.lower() in _OPENBLAS_256_BIT else None), f"OpenBLAS's {arch} kernels"
 
 
 def _one_core_flops(budget_s: float) -> tuple[float, str]:
@@ -493,7 +516,12 @@ def cpu_info() -> CPUInfo:
     demonstrated = f"NumPy's BLAS on one core: {fresh / 1e9:,.1f} GFLOP/s this run ({how})"
     if per_core > fresh:
         demonstrated += f"; {per_core / 1e9:,.1f} GFLOP/s at best in an earlier run on this CPU model"
-    clock, matrix, keep = _clock_and_matrix_unit(stated, per_core, per_core_cycle, kept)
+    blas_bits, kernels = blas_vector_bits()
+    blas_cycle = per_core_cycle * min(1.0, (blas_bits or simd_bits) / simd_bits)  # what BLAS can show per cycle
+    if blas_cycle < per_core_cycle:
+        demonstrated += f"; {kernels} use {blas_bits}-bit vectors: at most {blas_cycle:g} of the core's " \
+                        f"{per_core_cycle} FP32 FLOP/cycle"
+    clock, matrix, keep = _clock_and_matrix_unit(stated, per_core, int(blas_cycle), kept)
     keep["blas_fp32_per_core"] = per_core
     if keep != kept:
         _keep(key, keep)

@@ -5,7 +5,7 @@
                 = max(host overhead, device time)    (pipelined: calls queue up, one wait at the end)
 
 Every constant below says where it comes from. `docs/predictions.md` sets the model beside every published
-end-to-end measurement on file (`docs/research/published-measurements.json`); a test keeps each ratio within 2x.
+end-to-end measurement on file (`docs/published-measurements.json`); a test keeps each ratio within 2x.
 This module is infrastructure: plots and chapter modules import it, it imports no chapter module and no plots.
 """
 
@@ -59,8 +59,8 @@ class Roofs:
         for r in self.compute:
             if r.dtype == dtype:
                 return r
-        if self.kind == "tpu" and dtype in ("float16", "float32", "float64"):  # as hardware.peak(): JAX runs float
-            # matmuls on a TPU through the bf16 MXUs
+        if self.kind == "tpu" and dtype in ("float16", "float32"):  # as hardware.peak(): JAX runs float32 and
+            # float16 matmuls on a TPU through the bf16 MXUs (float64 has no matrix unit: no roof, an error)
             return self.compute[0]
         if self.kind == "cpu" and dtype in ("bfloat16", "float16") and "float32" in self.dtypes:  # no bf16 unit:
             # the CPU converts and multiplies at its fp32 rate
@@ -85,8 +85,10 @@ def _origin(source: str) -> str:
     return ""
 
 
-def _spec(device: str) -> specs.DeviceSpec:
-    """The published spec called `device`; a ValueError naming the known devices otherwise."""
+def published_spec(device: str | specs.DeviceSpec) -> specs.DeviceSpec:
+    """The published spec called `device` (or `device` itself); a ValueError naming the known devices otherwise."""
+    if isinstance(device, specs.DeviceSpec):
+        return device
     if not isinstance(device, str) or not device.strip():
         raise TypeError(f"device must be a spec name or object, got {device!r:.60}")
     spec = specs.lookup(device)
@@ -100,7 +102,7 @@ def roofs(device: Device) -> Roofs:
     if isinstance(device, Hardware):
         device = device.cpu
     if isinstance(device, str):
-        device = _spec(device)
+        device = published_spec(device)
     if isinstance(device, CPUInfo):
         bw = float(device.peak_bandwidth.value)
         compute = [Roof("float32", device.peak_fp32, "estimated", f"estimated: {device.formula()}"),
@@ -281,7 +283,7 @@ def predict_seconds(device: Device, *, flops: float, bytes: float, dtype: str | 
 
 def _resolved(device: Device) -> Device:
     """`device` itself, with a spec name looked up once."""
-    return _spec(device) if isinstance(device, str) else device
+    return published_spec(device) if isinstance(device, str) else device
 
 
 #: The side of the matrix units XLA pads a TPU matmul to: 128 x 128 MXUs up to v5p, 256 x 256 on v6e.
@@ -300,6 +302,10 @@ def padded(size: int, side: int) -> int:
     return -(-positive_int("size", size) // positive_int("side", side)) * side
 
 
+#: Bytes per number of each dtype a matmul prediction takes ("tf32": float32 numbers on the TF32 roof).
+ITEMSIZE = {"float64": 8, "float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "float8": 1}
+
+
 def predict_matmul_seconds(device: Device, m: int, k: int, n: int, dtype: str = "bfloat16", *,
                            timed: str = "synced") -> float:
     """One call of a jitted (m, k) @ (k, n) on `device`, as a learner times it end to end.
@@ -313,7 +319,9 @@ def predict_matmul_seconds(device: Device, m: int, k: int, n: int, dtype: str = 
     r, overhead = _calls(device, JAX_CALL.get(roofs(device).kind, "none"), timed)
     side = mxu_side(device)
     flops = 2 * padded(m, side) * padded(k, side) * padded(n, side)
-    itemsize = 4 if dtype in ("float32", "tf32") else 8 if dtype == "float64" else 2
+    if not isinstance(dtype, str) or dtype not in ITEMSIZE:
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, ITEMSIZE))}; got {dtype!r:.40}")
+    itemsize = ITEMSIZE[dtype]
     nbytes = (m * k + k * n + m * n) * itemsize
     busy = device_seconds(device, flops=flops, bytes=nbytes, dtype=dtype, matmul=True)
     return _combine(r, overhead, busy, timed)
@@ -339,6 +347,7 @@ def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1, timed:
 
 __all__ = [
     "DEFAULT_CALL", "JAX_CALL", "KERNEL_FLOOR", "MATMUL_EFFICIENCY", "MEMORY_EFFICIENCY", "OVERHEADS", "TIMINGS",
-    "Cost", "Device", "Roof", "Roofs", "attainable", "device_seconds", "host_link", "mxu_side", "padded",
-    "predict_copy_seconds", "predict_matmul_seconds", "predict_seconds", "roofline_seconds", "roofs",
+    "ITEMSIZE", "Cost", "Device", "Roof", "Roofs", "attainable", "device_seconds", "host_link", "mxu_side", "padded",
+    "predict_copy_seconds", "predict_matmul_seconds", "predict_seconds", "published_spec", "roofline_seconds",
+    "roofs",
 ]

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import mlp, roofline
+from . import mlp, roofline, specs
 from .backend import array_module, backends, check_name, to_backend, to_numpy
 from .timing import NoisyTimingWarning, Timing, benchmark, crossover, format_seconds
 from .validate import finite, positive_int
@@ -538,9 +538,10 @@ def fused_bytes(work: StepWork) -> int:
     return sum(k.bytes for k in work.matmuls) + 2 * work.parameters
 
 
-def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 64, n_out: int = 10,
+def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps: int, n_in: int = 64,
+                  n_out: int = 10,
                   kind: str = "cupy", host_seconds: float | None = None) -> Prediction:
-    """Predict one float32 epoch on `device` (a name in helpers.specs), run as `kind`, as a sum of
+    """Predict one float32 epoch on `device` (a name in helpers.specs, or its spec), run as `kind`, as a sum of
     helpers.roofline.predict_seconds calls, each timed "pipelined" (the loop queues its calls and waits once):
 
     - "cupy": every array operation of trace_step is one CuPy call of one kernel (a matmul at cuBLAS's efficiency).
@@ -550,8 +551,6 @@ def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 
       GPU does not shorten, and which does not hide behind it (train_on_batch waits for each step's loss).
       Measure it on this machine (Keras's seconds per step minus JAX's) and pass it in.
     """
-    from . import specs
-
     if not isinstance(kind, str) or kind not in PREDICTED:
         raise ValueError(f"kind must be one of {', '.join(map(repr, PREDICTED))}; got {kind!r:.40}")
     if kind != "keras" and host_seconds is not None:
@@ -559,7 +558,7 @@ def predict_epoch(device: str, batch: int, hidden: int, steps: int, n_in: int = 
     if kind == "keras" and (host_seconds is None or not finite(host_seconds) or host_seconds < 0):
         raise ValueError("host_seconds (Keras's own seconds per step, measured here: Keras minus JAX) must be a "
                          f"finite number, zero or more; got {host_seconds!r:.40}")
-    spec = specs.get(device)
+    spec = roofline.published_spec(device)
     steps = positive_int("steps", steps)
     work = trace_step(positive_int("batch", batch), n_in, positive_int("hidden", hidden), n_out)
     device_kind = roofline.roofs(spec).kind

@@ -179,7 +179,7 @@ def machine(monkeypatch, tmp_path):
     monkeypatch.setattr(cpu.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.setattr(cpu.os, "sched_setaffinity", lambda pid, cpus: pinned.append(set(cpus)))
 
-    def make(files=None, sysctl=None, arch="x86_64", logical=4, calibrated=(1e9,), nominal=...):
+    def make(files=None, sysctl=None, arch="x86_64", logical=4, calibrated=(1e9,), nominal=..., blas_bits=None):
         runs = iter(calibrated)
 
         def calibrate(budget_s=0.06, **_):
@@ -193,6 +193,7 @@ def machine(monkeypatch, tmp_path):
         monkeypatch.setattr(cpu, "_logical_cpus", lambda: logical)
         monkeypatch.setattr(cpu, "calibrate_matmul_flops", calibrate)
         monkeypatch.setattr(cpu, "measure_bandwidth", lambda *a, **k: 12.5e9)
+        monkeypatch.setattr(cpu, "blas_vector_bits", lambda: (blas_bits, "OpenBLAS's Haswell kernels"))
         if nominal is not ...:
             monkeypatch.setattr(cpu, "_nominal_clock", lambda info, brand: nominal)
         pinned.clear()
@@ -256,6 +257,21 @@ def test_the_base_clock_in_an_intel_name_is_used_with_5_percent_to_spare(machine
     assert info.cores.value == 1 and info.flops_per_cycle_fp32 == 64
     assert info.clock_hz.value == pytest.approx(2.2e9)
     assert "base clock in the CPU's name, 'Intel(R) Xeon(R) CPU @ 2.20GHz'" in info.clock_hz.source
+
+
+def test_blas_kernels_narrower_than_the_cpu_show_only_their_width(machine):
+    needs_2_ghz = 2.0e9 * 64 * BLAS_BEST_EFFICIENCY  # at 512 bits; at 256 bits the same rate needs 4 GHz
+    info = machine(xeon(), logical=2, calibrated=once(needs_2_ghz), blas_bits=256)
+    assert info.flops_per_cycle_fp32 == 64
+    assert info.clock_hz.value == pytest.approx(4.2e9)  # 4.0 GHz needed at 32 FLOP/cycle, plus 5%
+    assert "OpenBLAS's Haswell kernels use 256-bit vectors: at most 32 of the core's 64" in \
+        info.blas_fp32_per_core.source
+
+
+def test_zen5_counts_two_512_bit_fma_pipes():
+    assert cpu.detect_fma_units("AuthenticAMD", 26, 2, {"avx512f"}, 512, "AMD EPYC")[:2] == (2, 512)
+    assert cpu.detect_fma_units("AuthenticAMD", 26, 36, {"avx512f"}, 512, "AMD Ryzen AI 9 HX 370")[:2] == (2, 256)
+    assert cpu.detect_fma_units("AuthenticAMD", 25, 17, {"avx512f"}, 512, "AMD EPYC 9654")[:2] == (2, 256)
 
 
 def test_a_base_clock_without_5_percent_to_spare_gives_way_to_an_inferred_one(machine):

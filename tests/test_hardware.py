@@ -124,7 +124,7 @@ def test_t4_roofs(fake_cpu, cupy_unloaded, monkeypatch):
     assert peak.flops == 8.1e12 and peak.bandwidth == 320e9
     assert peak.device == "NVIDIA T4" and "NVIDIA T4 datasheet" in peak.source
     assert hw.peak("cupy", "float16").flops == 65e12
-    assert hw.peak("cupy", "bfloat16").flops is None  # no BF16 on a T4
+    assert hw.peak("cupy", "bfloat16").flops == 65e12  # no BF16 units on a T4: judged by its highest roof
     assert hw.peak("cupy", "float64").flops is None
     monkeypatch.setenv("CUPY_TF32", "1")
     assert hw.peak("cupy", "float32").flops == 8.1e12  # a T4 has no TF32 roof to switch to
@@ -147,6 +147,15 @@ def test_jax_float32_on_a_gpu_is_judged_by_tf32(fake_cpu, monkeypatch):
     assert hw.peak("jax", "float16", device_kind="gpu").flops == pytest.approx(312e12)
     t4 = _with(fake_cpu, _gpu("Tesla T4"))
     assert t4.peak("jax", "float32", device_kind="gpu").flops == pytest.approx(8.1e12)  # no TF32 on a T4
+
+
+def test_bf16_on_a_gpu_without_bf16_units_is_judged_by_its_highest_roof(fake_cpu):
+    t4 = _with(fake_cpu, _gpu("Tesla T4"))  # Turing: fp16 tensor cores, no bf16 ones
+    peak = t4.peak("jax", "bfloat16", device_kind="gpu")
+    assert peak.flops == pytest.approx(specs.lookup("Tesla T4").peak_for("float16"))
+    assert "no bfloat16 roof" in peak.source
+    a100 = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
+    assert a100.peak("jax", "bfloat16", device_kind="gpu").flops == pytest.approx(312e12)  # its own bf16 roof
 
 
 def test_tpu_roof_is_bf16(fake_cpu, monkeypatch):

@@ -105,11 +105,24 @@ def test_copies_cross_the_host_link():
     (lambda: roofline.predict_seconds(T4, flops=1, bytes=1, timed="roughly"), "timed must be one of 'synced'"),
     (lambda: roofline.predict_seconds(T4, flops=1, bytes=1, calls=0), "calls must be a positive integer"),
     (lambda: roofline.predict_matmul_seconds(V5E, 1024.5, 2, 2), "m must be a positive integer"),
+    (lambda: roofline.predict_seconds(V5E, flops=1, bytes=1, dtype="float64"),
+     "dtype 'float64': TPU v5e has no such roof on file; available: bfloat16"),
+    (lambda: roofline.predict_matmul_seconds(V5E, 8, 8, 8, "complex64"), "dtype must be one of 'float64'"),
     (lambda: roofline.roofs(Peak("GPU", None, None, "no published peaks")), "no roofline for GPU"),
 ])
 def test_bad_input_names_what_is_accepted(call, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         call()
+
+
+def test_a_spec_object_or_its_name_is_accepted_everywhere():
+    assert roofline.published_spec("NVIDIA T4") is roofline.published_spec(T4) is T4
+    from helpers import training
+
+    by_name = training.predict_epoch("NVIDIA T4", batch=32, hidden=64, steps=10).seconds
+    assert training.predict_epoch(T4, batch=32, hidden=64, steps=10).seconds == by_name
+    with pytest.raises(ValueError, match="no published specs for 'Some GPU'"):
+        training.predict_epoch("Some GPU", batch=32, hidden=64, steps=10)
 
 
 def test_every_constant_says_where_it_comes_from():

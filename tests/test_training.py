@@ -226,7 +226,7 @@ def test_predictions_are_fixed_cost_bound_when_small_and_roof_bound_when_big() -
 
 
 def test_predict_epoch_rejects_bad_input() -> None:
-    with pytest.raises(KeyError, match="no published specs for 'GTX 280'"):
+    with pytest.raises(ValueError, match="no published specs for 'GTX 280'"):
         training.predict_epoch("GTX 280", 32, 64, 10)
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         training.predict_epoch("NVIDIA T4", 32, 64, 0)
