@@ -146,7 +146,8 @@ _KEYWORDS = {"__global__": "inline", "__device__": "", "__host__": "", "__forcei
 _UNSUPPORTED_WORDS = ("template", "class", "struct", "union", "typename", "namespace", "goto", "switch",
                       "__launch_bounds__", "__constant__", "__managed__", "asm", "cooperative_groups",
                       "__shfl_sync", "__shfl_down_sync", "__syncwarp", "extern __shared__", "static", "printf",
-                      "char", "short")
+                      "char", "short", "static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "auto",
+                      "nullptr", "__shfl_xor_sync", "__ballot_sync")
 #: Types outside the subset; only a declaration (`half x`) counts, since `half` may also be a variable's name.
 _UNSUPPORTED_TYPES = ("float2", "float3", "float4", "int2", "int3", "int4", "half", "__half", "dim3", "uint3",
                       "long double")
@@ -166,7 +167,7 @@ def preprocess(source: str) -> tuple[str, list[str], set[str]]:
     if not isinstance(source, str) or not source.strip():
         raise CudaCError(f"a kernel's source is a string of CUDA C; got {source!r:.60}")
     text = _strip_comments(source)
-    defines: dict[str, str] = {}
+    defines: dict[str, str] = {"warpSize": "32"}  # CUDA's built-in warpSize: 32 on every NVIDIA GPU
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
@@ -207,6 +208,14 @@ def preprocess(source: str) -> tuple[str, list[str], set[str]]:
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)
     return _PRELUDE + text, kernels, exported
+
+
+def _has_side_effects(node: c_ast.Node) -> bool:
+    """Whether evaluating `node` changes something (++, --, an assignment or a call)."""
+    if isinstance(node, c_ast.Assignment | c_ast.FuncCall) or (
+            isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--")):
+        return True
+    return any(_has_side_effects(child) for _, child in node.children())
 
 
 def kernel_names(source: str) -> tuple[list[str], set[str]]:
@@ -538,6 +547,9 @@ class _Translator:
         if op == "=":
             rhs = self.convert(value, ttype, line)
         else:
+            if _has_side_effects(target):  # the target is read and then written: its index would run twice
+                raise UnsupportedSyntax(f"a compound assignment ({op}) whose target changes something itself "
+                                        "(such as x[i++] += 1): do the ++ on a line of its own", line)
             binary = c_ast.BinaryOp(op[:-1], target, value, target.coord)
             rhs = self.convert(binary, ttype, line)
         if isinstance(target, c_ast.ID):

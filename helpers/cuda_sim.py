@@ -35,6 +35,8 @@ MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 #: Loop steps a launch may take in all before it is stopped as a loop that never ends.
 MAX_STEPS = 5_000_000
+#: The most threads one launch may have on the CPU executor (it runs about a million C operations a second).
+MAX_LAUNCH_THREADS = 2**18
 
 
 class KernelFault(RuntimeError):
@@ -412,7 +414,7 @@ class Program:
         Array arguments are NumPy arrays, written in place; scalars are NumPy scalars of the parameter's type.
         """
         kernel = self._kernel(name)
-        grid3, block3 = _launch_shape(grid, block)
+        grid3, block3 = _executor_shape(grid, block)
         values = _arguments(name, kernel.params, args)
         run = Launch(name, grid3, block3, int(max_steps))
         fn = self._namespace[cuda_c._fn(name)]
@@ -478,6 +480,16 @@ def _launch_shape(grid: Any, block: Any) -> tuple[tuple[int, int, int], tuple[in
     return grid3, block3
 
 
+def _executor_shape(grid: Any, block: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """_launch_shape, and no more threads than the CPU executor runs in reasonable time."""
+    grid3, block3 = _launch_shape(grid, block)
+    total = int(np.prod(grid3)) * int(np.prod(block3))
+    if total > MAX_LAUNCH_THREADS:
+        raise ValueError(f"{total:,} threads in one launch: the CPU executor (no GPU here) runs at most "
+                         f"{MAX_LAUNCH_THREADS:,}, checking every access; use a smaller size here")
+    return grid3, block3
+
+
 def _dims(what: str, value: Sequence[int] | int, limits: tuple[int, int, int]) -> tuple[int, int, int]:
     items = (value,) if isinstance(value, int | np.integer) else value
     ok = isinstance(items, tuple | list) and 1 <= len(items) <= 3 and all(
@@ -531,13 +543,13 @@ def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[A
     """Raise, with the executor's message, what a launch of kernel `name` of `source` with these arguments would
     get wrong on a GPU (a block over 1024 threads, a Python int for an int, an array of the wrong dtype), so a
     GPU launch is refused as the CPU executor would refuse it. CUDA C outside the executor's subset is not
-    checked here (CuPy and the driver check what they can)."""
+    checked here (CuPy, its compiler and the driver check what they can)."""
     for what, dims in (("grid", grid), ("block", block)):
         if not isinstance(dims, tuple):
             raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
     try:
         program = _program(source)
-    except cuda_c.UnsupportedSyntax:
+    except cuda_c.CudaCError:  # outside the executor's subset (or not C): CuPy's compiler will say what it sees
         return
     params = program.params(name)
     _launch_shape(grid, block)

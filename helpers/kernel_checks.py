@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda_c, cuda_sim, grid, nvrtc
+from . import cuda_c, cuda_sim, nvrtc
 from .backend import to_numpy
 from .checks import Verdict
 from .cuda import Elementwise, blocks_for, gpu_here
-from .cuda_c import CudaCError, UnsupportedSyntax
+from .cuda_c import CudaCError
 from .limits import TimeLimitExceeded, time_limit
 
 SEED = 3
@@ -42,6 +42,12 @@ def _not_source(title: str, source: Any) -> Verdict:
                              f"{type(source).__name__}")
 
 
+def _empty(title: str) -> Verdict:
+    """The ❌ for a source string with nothing in it."""
+    return _say(False, True, f"❌ {title}: the source is empty: write the kernel's CUDA C between the "
+                             'r""" and """ quotes')
+
+
 def _untouched(title: str, what: str) -> Verdict:
     return _say(False, False, f"⏳ {title}: not attempted yet. Complete {what}, delete its TODO comment, run it, "
                               "then run this check again.")
@@ -53,17 +59,21 @@ def _compile_problem(title: str, compile_all: Callable[[], Any]) -> tuple[Verdic
         return None, False
     try:
         compile_all()
-    except nvrtc.CompileError as exc:
+    except (nvrtc.CompileError, ValueError) as exc:  # NVRTC's message, or a source it was not given (empty)
         message = f"❌ {title}: NVRTC's compiler error (fix it, then run both cells again):\n{exc}"
         return _say(False, True, message), True
     return None, True
 
 
-def _compiled_only(title: str, compiled: bool, checked_here: str, not_run: str) -> Verdict:
-    done = f"compiled for {' and '.join(nvrtc.TARGET_ARCHS)}" if compiled else f"not compiled: {nvrtc.why()}"
-    lines = [f"✅ {title}: {checked_here}{done}." if compiled else f"⚠️ {title}: {checked_here}{done}."]
-    lines.append(f"   Not checked: {not_run}")
-    return _say(compiled, True, "\n".join(lines))
+def _executor_only(title: str, compiled: bool, checked_here: str) -> Verdict:
+    """✅ for a kernel the CPU executor ran right everywhere; what no CPU can check is said on a second line."""
+    done = f"compiled for {' and '.join(nvrtc.TARGET_ARCHS)}" if compiled else ""
+    lines = [f"✅ {title}: {checked_here}{done}".rstrip("; ") + "."]
+    missing = ["how fast it runs (there is no GPU here)"]
+    if not compiled:
+        missing.append(f"NVIDIA's own compiler ({nvrtc.why()})")
+    lines.append(f"   Not checked: {'; '.join(missing)}.")
+    return _say(True, True, "\n".join(lines))
 
 
 class _OutsideArrays(Exception):
@@ -89,7 +99,7 @@ def _run_all(title: str, build: Callable[[], Any], runs: Runs, on: str, rtol: fl
                     return _say(False, True, f"❌ {title}: {int(bad.sum())} of {want.size} values differ from "
                                              f"NumPy's ({where}, {on}); first at index {first}: got "
                                              f"{got[first]:.6g}, expected {want[first]:.6g}")
-    except UnsupportedSyntax as exc:
+    except CudaCError as exc:  # outside the executor's subset (or no C at all): on a GPU, CuPy's compiler decides
         if on.endswith("GPU") or not gpu_here():
             return _say(False, True, f"❌ {title}: {exc} ({on})")
         return f"not run on the CPU executor ({exc})"
@@ -98,15 +108,16 @@ def _run_all(title: str, build: Callable[[], Any], runs: Runs, on: str, rtol: fl
             raise
         return _say(False, True, f"❌ {title}: {on.removeprefix('on ')} took longer than {EXECUTOR_SECONDS:g} s: "
                                  "is there a loop that never ends?")
-    except (cuda_sim.KernelFault, CudaCError, TypeError, ValueError, _OutsideArrays) as exc:
+    except (cuda_sim.KernelFault, TypeError, ValueError, _OutsideArrays) as exc:
         return _say(False, True, f"❌ {title}: {exc} ({where}, {on})")
     except Exception as exc:  # noqa: BLE001 - whatever CuPy, the driver or the executor raised: a verdict
         if not on.endswith("GPU"):
             return _say(False, True, f"❌ {title}: the CPU executor could not run it ({where}): "
                                      f"{type(exc).__name__}: {exc}")
-        return _say(False, True, f"❌ {title}: the GPU run failed ({where}): {type(exc).__name__}: {exc}. After an "
-                                 "illegal memory access CUDA refuses every later call: restart the runtime before "
-                                 "running more GPU cells.")
+        sticky = "illegal" in str(exc).lower() or "launch failure" in str(exc).lower()
+        return _say(False, True, f"❌ {title}: the GPU run failed ({where}): {type(exc).__name__}: {exc}"
+                    + (". After an illegal memory access CUDA refuses every later call: restart the runtime before "
+                       "running more GPU cells." if sticky else ""))
     return "; ".join(where for where, _ in runs)
 
 
@@ -146,17 +157,20 @@ def _synchronized_guards(buffer: Any, size: int, name: str) -> None:
                              "start): the bounds check is missing or wrong")
 
 
-def _verdict(title: str, compiled: bool, gpu: str | None, cpu: str, extra: str = "") -> Verdict:
+def _verdict(title: str, compiled: bool, gpu: str | None, cpu: str) -> Verdict:
     """✅ (or ⚠️ without NVRTC) with what ran where, and what was not checked."""
     if gpu is None:
-        return _compiled_only(title, compiled, f"{extra}ran on the CPU executor and matches NumPy, in bounds with "
-                                               f"no race ({cpu}); ", "how fast it runs: there is no GPU here.")
+        return _executor_only(title, compiled, "ran on the CPU executor and matches NumPy, in bounds with "
+                                               f"no race ({cpu}); ")
     executor = cpu if cpu.startswith("not run") else f"on the CPU executor in bounds with no race ({cpu})"
-    lines = [f"✅ {title}: {extra}ran on this GPU and matches NumPy ({gpu}), writing nothing outside its "
+    lines = [f"✅ {title}: ran on this GPU and matches NumPy ({gpu}), writing nothing outside its "
              f"arrays; {executor}."]
     if cpu.startswith("not run"):
         lines.append("   Not checked: races between threads (one GPU run rarely shows them): compute-sanitizer "
                      "--tool racecheck python your_script.py finds them.")
+    else:
+        lines.append("   In your own programs, compute-sanitizer --tool racecheck python your_script.py finds races "
+                     "on a GPU.")
     return _say(True, True, "\n".join(lines))
 
 
@@ -165,13 +179,16 @@ def _verdict(title: str, compiled: bool, gpu: str | None, cpu: str, extra: str =
 
 def check_elementwise(kernel: Any, reference: Callable[..., np.ndarray], inputs: Callable[[int], tuple[Any, ...]],
                       title: str, n: int = 1000) -> Verdict:
-    """An Elementwise exercise: compiled; run on the CPU executor and (on a GPU) by CuPy at 1, 257 and n
-    elements of `inputs(n)`, against `reference`."""
-    if kernel is ... or kernel is None or (isinstance(kernel, Elementwise) and "TODO" in kernel.operation):
+    """An ElementwiseKernel exercise (cupy.ElementwiseKernel, or h.cuda.Elementwise): compiled; run on the CPU
+    executor and (on a GPU) by CuPy at 1, 257 and n elements of `inputs(n)`, against `reference`."""
+    if kernel is ... or kernel is None:
         return _untouched(title, "the operation")
-    if not isinstance(kernel, Elementwise):
-        return _say(False, True, f"❌ {title}: expected h.cuda.Elementwise(in_params, out_params, operation, name), "
-                                 f"got {type(kernel).__name__}")
+    try:
+        kernel = Elementwise.of(kernel)  # cupy.ElementwiseKernel (CuPy's or the CPU stand-in's), or its parts
+    except (TypeError, ValueError) as exc:
+        return _say(False, True, f"❌ {title}: {exc}")
+    if "TODO" in kernel.operation:
+        return _untouched(title, "the operation")
     args = inputs(n)
     if len(kernel.inputs) != len(args) or len(kernel.outputs) != 1:
         return _say(False, True, f"❌ {title}: the kernel must take {len(args)} input(s) and give 1 output; yours "
@@ -215,28 +232,17 @@ def scale_reference(x: np.ndarray, factor: float) -> np.ndarray:
     return (np.float32(factor) * x).astype(np.float32)
 
 
-def check_scale(source: Any, twin: Callable[..., Any], n: int = 1000, threads: int = 256) -> Verdict:
-    """The bounds-check exercise: the Python twin in the grid model; the CUDA C compiled, run on the CPU
-    executor and (on a GPU) on the GPU, at n = 1, threads + 1 and n."""
+def check_scale(source: Any, n: int = 1000, threads: int = 256) -> Verdict:
+    """The bounds-check exercise: the CUDA C compiled, run on the CPU executor and (on a GPU) on the GPU, at
+    n = 1, threads + 1 and n."""
     title = "scale with a bounds check"
     if source is ... or (isinstance(source, str) and "TODO" in source):
-        return _untouched(title, "the kernel (and its Python twin)")
+        return _untouched(title, "the kernel")
     if not isinstance(source, str):
         return _not_source(title, source)
-    blocks = blocks_for(n, threads)
+    if not source.strip():
+        return _empty(title)
     x = np.random.default_rng(SEED).standard_normal(n, dtype=np.float32)
-    out = np.zeros(n, dtype=np.float32)
-    shape = f"n = {n:,}: {blocks} blocks of {threads} threads"
-    try:
-        run = grid.launch(twin, blocks, threads, x, out, 2.5, n)
-    except Exception as exc:
-        return _say(False, True, f"❌ {title}: your Python twin raised {type(exc).__name__}: {exc}")
-    if run.out_of_bounds():
-        return _say(False, True, f"❌ {title}: your Python twin goes out of bounds ({shape}):\n"
-                                 + run.summary().splitlines()[-1])
-    if not np.allclose(out, scale_reference(x, 2.5)):
-        return _say(False, True, f"❌ {title}: your Python twin stays in bounds but its values differ from "
-                                 f"2.5 * x ({shape})")
     failed, compiled = _compile_problem(title, lambda: nvrtc.compile_for_targets(source, "scale.cu"))
     if failed is not None:
         return failed
@@ -266,12 +272,11 @@ def check_scale(source: Any, twin: Callable[..., Any], n: int = 1000, threads: i
                    "on the CPU executor", 1e-5, 1e-6)
     if isinstance(cpu, Verdict):
         return cpu
-    twin = f"the Python twin stays in bounds and is right ({shape}); the CUDA C "
     if not gpu_here():
-        return _verdict(title, compiled, None, cpu, twin)
+        return _verdict(title, compiled, None, cpu)
     gpu = _run_all(title, lambda: _gpu_kernel(source, "scale"), [(where(size), on_gpu(size)) for size in sizes],
                    "on this GPU", 1e-5, 1e-6)
-    return gpu if isinstance(gpu, Verdict) else _verdict(title, compiled, gpu, cpu, twin)
+    return gpu if isinstance(gpu, Verdict) else _verdict(title, compiled, gpu, cpu)
 
 
 #: Shapes (M, K, N) for the tiled-matmul check on the CPU executor: no side a multiple of 16, small enough to
@@ -287,6 +292,8 @@ def check_tiled_matmul(source: Any, shape: tuple[int, int, int] = (100, 70, 90),
         return _untouched(title, "the kernel's tile loads")
     if not isinstance(source, str):
         return _not_source(title, source)
+    if not source.strip():
+        return _empty(title)
     failed, compiled = _compile_problem(title, lambda: nvrtc.compile_for_targets(source, "matmul_tiled_rect.cu"))
     if failed is not None:
         return failed

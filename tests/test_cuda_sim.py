@@ -370,6 +370,12 @@ def test_paths_are_recorded_per_thread_and_grouped_in_warps():
     ('extern "C" __global__ void f(int* x) {\n x[0] = (1, 2);\n}', UnsupportedSyntax, "the comma operator"),
     ('extern "C" __global__ void f(float* x, int n) {\n __shared__ float t[n];\n}', CudaCError,
      "line 2: an array size must be a constant"),
+    ('extern "C" __global__ void f(float* x) {\n x[0] = static_cast<float>(1);\n}', UnsupportedSyntax,
+     "line 2: 'static_cast' is not in the subset"),
+    ('extern "C" __global__ void f(float* x) {\n auto y = x[0];\n}', UnsupportedSyntax, "line 2: 'auto'"),
+    ('extern "C" __global__ void f(float* x) {\n int i = 0;\n x[i++] += 1.0f;\n}', UnsupportedSyntax,
+     "line 3: a compound assignment (+=) whose target changes something itself"),
+    ('extern "C" __global__ void f(float* x) {\n float* p = nullptr;\n}', UnsupportedSyntax, "line 2: 'nullptr'"),
 ])
 def test_a_kernel_the_executor_cannot_run_is_named_with_its_line(src, error, message):
     with pytest.raises(error, match=re.escape(message)):
@@ -401,3 +407,9 @@ def test_an_unknown_kernel_name_lists_the_kernels():
     with pytest.raises(CudaCError, match="its kernels: vector_add, vector_add_grid_stride"):
         Program(VECTOR_ADD).launch("vectoradd", (1,), (32,), ())
 
+
+
+def test_warp_size_is_cudas_32():
+    out = np.zeros(1, dtype=np.int32)
+    Program('extern "C" __global__ void f(int* out) { out[0] = warpSize; }').launch("f", (1,), (1,), (out,))
+    assert out[0] == 32

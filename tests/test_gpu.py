@@ -65,18 +65,13 @@ def _solution(name: str) -> str:
 def test_the_exercise_solutions_pass_and_planted_wrong_kernels_fail_on_the_gpu(capsys):
     scale, tiled = _solution("scale"), _solution("matmul_tiled_rect")
 
-    def twin(t, x, out, factor, n):
-        i = t.blockIdx.x * t.blockDim.x + t.threadIdx.x
-        if i < n:
-            out[i] = factor * x[i]
-
     silu = cuda.Elementwise("float32 x", "float32 y", "y = x / (1.0f + expf(-x));", "silu")
-    assert kernel_checks.check_scale(scale, twin)
+    assert kernel_checks.check_scale(scale)
     assert kernel_checks.check_tiled_matmul(tiled)
     assert kernel_checks.check_silu(silu)
     out = capsys.readouterr().out
     assert out.count("ran on this GPU and matches NumPy") == 3, out
-    planted = [kernel_checks.check_scale(scale.replace("factor * x[i]", "factor + x[i]"), twin),
+    planted = [kernel_checks.check_scale(scale.replace("factor * x[i]", "factor + x[i]")),
                kernel_checks.check_tiled_matmul(tiled.replace("C[row * N + col] = sum", "C[row * N + col] = -sum")),
                kernel_checks.check_silu(cuda.Elementwise("float32 x", "float32 y", "y = x / (1.0f + expf(x));",
                                                          "silu"))]
