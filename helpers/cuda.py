@@ -16,7 +16,7 @@ compiled by tests/test_cuda_sources.py, as are the .cu files in helpers/kernels/
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,6 +26,7 @@ import numpy as np
 
 from . import nvrtc, roofline, specs
 from .backend import backends
+from .timing import Timing, benchmark, format_seconds
 from .validate import finite, positive_int
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -215,6 +216,25 @@ class Elementwise:
         lines += ["    }", "}"]
         return "\n".join(lines) + "\n"
 
+    @classmethod
+    def of(cls, kernel: Any) -> Elementwise:
+        """The four parts of an ElementwiseKernel: CuPy's own (its parsed parameters), the CPU stand-in's, or an
+        Elementwise (returned as it is), so one kernel object can be compiled with NVRTC and checked anywhere."""
+        if isinstance(kernel, cls):
+            return kernel
+        missing = [a for a in ("in_params", "out_params", "operation", "name") if not hasattr(kernel, a)]
+        if missing:
+            raise TypeError(f"expected an ElementwiseKernel (cupy.ElementwiseKernel(in_params, out_params, operation, "
+                            f"name)); got {type(kernel).__name__}")
+
+        def text(params: Any) -> str:
+            if isinstance(params, str):
+                return params
+            return ", ".join(f"{'raw ' if p.raw else ''}{p.dtype if p.dtype is not None else p.ctype} {p.name}"
+                             for p in params)  # CuPy's ParameterInfo: name, dtype (None for a placeholder), ctype
+        return cls(text(kernel.in_params), text(kernel.out_params), kernel.operation, kernel.name,
+                   getattr(kernel, "preamble", "") or "")
+
     def compile(self, archs: str | Sequence[str] = nvrtc.TARGET_ARCHS, types: dict[str, str] | None = None
                 ) -> list[nvrtc.Compiled]:
         """Compile the whole kernel with NVRTC for each of `archs`; CompileError points into the operation."""
@@ -253,6 +273,18 @@ def cupy() -> Any:
     from . import cupy_cpu
 
     return cupy_cpu
+
+
+def profiler() -> Any:
+    """cupyx.profiler on a GPU; without one, a stand-in whose benchmark(func, args, n_repeat=...) times the CPU
+    side of each call, as CuPy's does, and says there is no GPU time to show."""
+    if gpu_here():
+        import cupyx.profiler
+
+        return cupyx.profiler
+    from . import cupy_cpu
+
+    return cupy_cpu.profiler
 
 
 def blocks_for(n: int, threads: int) -> int:
@@ -391,6 +423,44 @@ class GPU:
         """'' or, for a GPU whose model has no published specs on file, which card's roofs stand in for its own."""
         return "" if self.own_specs else (f"No published specs on file for the {self.name}: the {self.spec.name}'s "
                                            "roofs and host link stand in for its own in the plots and predictions.")
+
+    def pick(self, on_gpu: int, on_cpu: int) -> int:
+        """A size for this chapter: `on_gpu` when a GPU runs the kernels, `on_cpu` when the CPU executor does (it
+        checks every access, so it runs small sizes only)."""
+        return positive_int("on_gpu", on_gpu) if self.here else positive_int("on_cpu", on_cpu)
+
+    def only(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """fn(*args, **kwargs) when the GPU is here; None without one (nothing runs: the prediction stands alone)."""
+        return fn(*args, **kwargs) if self.here else None
+
+    def measure(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Timing | None:
+        """h.benchmark(fn, *args, backend="cupy", ...) on this GPU (synchronised); None without one."""
+        return self.only(benchmark, fn, *args, backend="cupy", **kwargs)
+
+    def side_by_side(self, rows: dict[str, tuple[float, Timing | None]]) -> dict[str, float]:
+        """Print each row's prediction beside its measurement here (or that there is no GPU to measure on).
+
+        rows: label -> (predicted seconds, the Timing measured on this GPU or None). Returns label -> the seconds
+        to quote: measured where there is a measurement, else predicted.
+        """
+        if not isinstance(rows, dict) or not rows:
+            raise ValueError("rows must be a non-empty dict: label -> (predicted seconds, Timing or None)")
+        width = max(len(label) for label in rows) + 2
+        measured_head = f"measured, {self.name}" if self.here else "measured here"
+        print(f"{'':<{width}}{'predicted, ' + self.spec.name:>30}{measured_head:>30}{'measured/predicted':>20}")
+        quoted = {}
+        for label, (predicted, timing) in rows.items():
+            if not finite(predicted) or predicted <= 0:
+                raise ValueError(f"{label}: the predicted seconds must be a finite number above zero; got "
+                                 f"{predicted!r:.40}")
+            if timing is not None and not isinstance(timing, Timing):
+                raise TypeError(f"{label}: the measurement must be a Timing (h.benchmark's) or None; got "
+                                f"{type(timing).__name__}")
+            got = "no GPU here" if timing is None else format_seconds(timing.median)
+            ratio = "" if timing is None else f"{timing.median / predicted:.2f}x"
+            print(f"{label:<{width}}{format_seconds(predicted):>30}{got:>30}{ratio:>20}")
+            quoted[label] = predicted if timing is None else timing.median
+        return quoted
 
     def host_link(self) -> tuple[float, str]:
         """(bytes/s, source) of the PCIe link between this GPU and the host."""

@@ -16,7 +16,8 @@ so it is for small sizes: about a million C operations a second. `synchronize()`
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -288,3 +289,46 @@ class cuda:  # noqa: N801 - cupy.cuda, as CuPy spells it
     @staticmethod
     def get_current_stream() -> _Stream:
         return _Stream()
+
+
+class _PerfCaseResult:
+    """What cupyx.profiler.benchmark returns, CPU times only: there is no GPU to time with CUDA events."""
+
+    def __init__(self, name: str, cpu_times: np.ndarray) -> None:
+        self.name, self.cpu_times = name, cpu_times
+        self.gpu_times = np.zeros((0, cpu_times.size))
+
+    def __str__(self) -> str:
+        us = self.cpu_times * 1e6
+        return (f"{self.name:<20}:    CPU: {us.mean():>10.3f} us   +/- {us.std():.3f} (min: {us.min():.3f} / max: "
+                f"{us.max():.3f}) us     GPU: none here (the CPU stand-in for CuPy times the CPU only)")
+
+    __repr__ = __str__
+
+
+class profiler:  # noqa: N801 - cupyx.profiler, as CuPy spells it
+    """cupyx.profiler.benchmark without a GPU: the same call, timing the CPU side of each call."""
+
+    @staticmethod
+    def benchmark(func: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, *,
+                  n_repeat: int = 10_000, name: str | None = None, n_warmup: int = 10,
+                  max_duration: float = float("inf")) -> _PerfCaseResult:
+        """n_warmup calls, then up to n_repeat timed ones (stopping after max_duration seconds), as CuPy's."""
+        if not callable(func) or not isinstance(args, tuple):
+            raise TypeError("benchmark(func, args=(...)) takes a function and a tuple of its arguments, as "
+                            "cupyx.profiler.benchmark does")
+        for count, what in ((n_repeat, "n_repeat"), (n_warmup, "n_warmup")):
+            if isinstance(count, bool) or not isinstance(count, int) or count < (1 if what == "n_repeat" else 0):
+                raise ValueError(f"{what} must be a whole number ({'1' if what == 'n_repeat' else '0'} or more); "
+                                 f"got {count!r:.40}")
+        kwargs = kwargs or {}
+        for _ in range(n_warmup):
+            func(*args, **kwargs)
+        times, started = [], time.perf_counter()
+        for _ in range(n_repeat):
+            start = time.perf_counter()
+            func(*args, **kwargs)
+            times.append(time.perf_counter() - start)
+            if time.perf_counter() - started >= max_duration:
+                break
+        return _PerfCaseResult(name or getattr(func, "__name__", "function"), np.array(times))

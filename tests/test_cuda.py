@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda, cuda_sim, cupy_cpu, kernel_checks, nvrtc, specs
+from helpers import cuda, cuda_sim, cupy_cpu, kernel_checks, nvrtc, specs, timing
 from helpers import mandelbrot as mb
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
@@ -193,17 +193,6 @@ extern "C" __global__ void scale(const float* x, float* out, float factor, int n
 """
 
 
-def scale_twin(t, x, out, factor, n):
-    i = t.blockIdx.x * t.blockDim.x + t.threadIdx.x
-    if i < n:
-        out[i] = factor * x[i]
-
-
-def unchecked_twin(t, x, out, factor, n):
-    i = t.blockIdx.x * t.blockDim.x + t.threadIdx.x
-    out[i] = factor * x[i]
-
-
 def lines(capsys) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
@@ -211,7 +200,7 @@ def lines(capsys) -> list[str]:
 def test_untouched_exercises_are_not_attempted(capsys) -> None:
     stub = cuda.Elementwise("float32 x", "float32 y", "y = x;  // TODO: y = x * sigmoid(x)", "silu")
     verdicts = [kernel_checks.check_silu(stub), kernel_checks.check_silu(...),
-                kernel_checks.check_scale(SCALE + "// TODO", unchecked_twin),
+                kernel_checks.check_scale(SCALE + "// TODO"),
                 kernel_checks.check_tiled_matmul("// TODO"), kernel_checks.check_tiled_matmul(...)]
     assert not any(v.attempted or v.passed for v in verdicts)
     assert all(line.startswith("⏳") for line in lines(capsys))
@@ -221,16 +210,33 @@ def test_untouched_exercises_are_not_attempted(capsys) -> None:
 @without_gpu
 def test_a_right_kernel_passes_with_what_was_not_checked_said(capsys) -> None:
     assert kernel_checks.check_silu(SILU)
-    assert kernel_checks.check_scale(SCALE, scale_twin)
+    assert kernel_checks.check_scale(SCALE)
     out = lines(capsys)
     assert out[0] == ("✅ silu: ran on the CPU executor and matches NumPy, in bounds with no race (1 element; 257 "
                       "elements; 1,000 elements); compiled for sm_75 and sm_90.")
-    assert out[1] == "   Not checked: how fast it runs: there is no GPU here."
-    assert out[2].startswith("✅ scale with a bounds check: the Python twin stays in bounds and is right")
-    assert "the CUDA C ran on the CPU executor and matches NumPy, in bounds with no race (n = 1, 1 block of 256 " \
-        "threads; n = 257, 2 blocks of 256 threads; n = 1,000, 4 blocks of 256 threads); compiled for sm_75 and " \
-        "sm_90." in out[2]
+    assert out[1] == "   Not checked: how fast it runs (there is no GPU here)."
+    assert out[2] == ("✅ scale with a bounds check: ran on the CPU executor and matches NumPy, in bounds with no race "
+                      "(n = 1, 1 block of 256 threads; n = 257, 2 blocks of 256 threads; n = 1,000, 4 blocks of 256 "
+                      "threads); compiled for sm_75 and sm_90.")
     assert out[3].startswith("   Not checked: how fast it runs")
+
+
+@without_gpu
+def test_without_nvrtc_a_kernel_the_executor_ran_right_still_passes_and_says_what_was_not_compiled(
+        capsys, monkeypatch) -> None:
+    monkeypatch.setattr(kernel_checks.nvrtc, "available", lambda: False)
+    assert kernel_checks.check_scale(SCALE)
+    out = lines(capsys)
+    assert out[0].startswith("✅ scale with a bounds check: ran on the CPU executor and matches NumPy")
+    assert out[1].startswith("   Not checked: how fast it runs (there is no GPU here); NVIDIA's own compiler (")
+    assert not kernel_checks.check_scale(SCALE.replace("if (i < n) ", ""))
+
+
+@pytest.mark.parametrize("source", ["", "  \n", "\t"])
+def test_an_empty_source_is_a_cross_not_an_exception(capsys, source) -> None:
+    assert not kernel_checks.check_scale(source) and not kernel_checks.check_tiled_matmul(source)
+    out = lines(capsys)
+    assert len(out) >= 2 and all(line.startswith("❌") for line in out if not line.startswith(" ")), out
 
 
 def _solution(name: str) -> str:
@@ -254,8 +260,8 @@ def _solution(name: str) -> str:
     (lambda s: s.replace('extern "C" ', ""), 'the kernel scale is not declared extern "C"'),
     (lambda s: s.replace("int n)", "long long n)"), "the kernel wants long long"),
 ])
-def test_a_wrong_cuda_c_fails_on_the_cpu_even_with_a_right_twin(capsys, planted, message) -> None:
-    assert not kernel_checks.check_scale(planted(SCALE), scale_twin)
+def test_a_wrong_cuda_c_fails_on_the_cpu(capsys, planted, message) -> None:
+    assert not kernel_checks.check_scale(planted(SCALE))
     out = capsys.readouterr().out
     assert out.startswith("❌ scale with a bounds check: ") and message in out, out
 
@@ -302,32 +308,11 @@ def test_compile_errors_are_a_cross_with_nvrtc_message(capsys) -> None:
     assert "❌ tiled matmul: NVRTC's compiler error" in out and "matmul_tiled_rect.cu:1: error" in out
 
 
-def test_a_twin_that_runs_off_the_end_fails(capsys) -> None:
-    assert not kernel_checks.check_scale(SCALE, unchecked_twin)
-    out = capsys.readouterr().out
-    assert out.startswith("❌ scale with a bounds check: your Python twin goes out of bounds (n = 1,000: 4 blocks")
-    assert "OUT OF BOUNDS: 24 reads of x[1000..1023], 24 writes of out[1000..1023]" in out
-
-
-def test_a_twin_with_wrong_values_or_an_error_fails(capsys) -> None:
-    def wrong(t, x, out, factor, n):
-        i = t.blockIdx.x * t.blockDim.x + t.threadIdx.x
-        if i < n:
-            out[i] = x[i]
-
-    def broken(t, x, out, factor, n):
-        raise KeyError("oops")
-
-    assert not kernel_checks.check_scale(SCALE, wrong) and not kernel_checks.check_scale(SCALE, broken)
-    out = lines(capsys)
-    assert "values differ from 2.5 * x" in out[0] and "raised KeyError" in out[1]
-
-
 def test_something_else_than_an_elementwise_or_a_source_is_refused(capsys) -> None:
     assert not kernel_checks.check_silu("y = x")
-    assert not kernel_checks.check_tiled_matmul(5) and not kernel_checks.check_scale(["x"], scale_twin)
+    assert not kernel_checks.check_tiled_matmul(5) and not kernel_checks.check_scale(["x"])
     out = lines(capsys)
-    assert "expected h.cuda.Elementwise" in out[0]
+    assert "expected an ElementwiseKernel" in out[0]
     assert out[1] == "❌ tiled matmul: expected the kernel's CUDA C as a string (r\"\"\"...\"\"\"), got int"
     assert out[2].startswith("❌ scale with a bounds check: expected the kernel's CUDA C as a string")
 
@@ -343,10 +328,10 @@ def test_an_elementwise_with_the_wrong_number_of_parameters_fails_without_a_gpu(
 def test_without_nvrtc_the_checker_says_it_could_not_compile(monkeypatch, capsys) -> None:
     monkeypatch.setattr(nvrtc, "_library", lambda: "NVRTC was not found")
     verdict = kernel_checks.check_silu(SILU)
-    assert verdict.attempted and not verdict.passed
+    assert verdict.attempted and verdict.passed  # the executor ran it right: the compile is what is missing
     out = capsys.readouterr().out
-    assert out.startswith("⚠️ silu: ran on the CPU executor and matches NumPy")
-    assert "not compiled: NVRTC was not found" in out
+    assert out.startswith("✅ silu: ran on the CPU executor and matches NumPy")
+    assert "Not checked: how fast it runs (there is no GPU here); NVIDIA's own compiler (NVRTC was not found" in out
 
 
 # ---------------------------------------------------------------- the shared pieces this chapter added
@@ -538,7 +523,8 @@ def test_the_elementwise_checker_runs_the_kernel_on_the_executor_then_on_a_gpu(f
     assert out[0] == ("✅ silu: ran on this GPU and matches NumPy (1 element; 257 elements; 1,000 elements), writing "
                       "nothing outside its arrays; on the CPU executor in bounds with no race (1 element; 257 "
                       "elements; 1,000 elements).")
-    assert out[1].startswith("❌ silu: ") and "values differ from NumPy's (1 element, on this GPU)" in out[1]
+    assert out[1].startswith("   In your own programs, compute-sanitizer --tool racecheck")
+    assert out[2].startswith("❌ silu: ") and "values differ from NumPy's (1 element, on this GPU)" in out[2]
 
 
 def spill_past_the_end(grid_, block, x, out, factor, n):
@@ -548,14 +534,13 @@ def spill_past_the_end(grid_, block, x, out, factor, n):
 
 
 def test_the_bounds_check_checker_sees_writes_past_the_end_on_a_gpu(fake_gpu, capsys) -> None:
-    assert kernel_checks.check_scale(SCALE, scale_twin)
+    assert kernel_checks.check_scale(SCALE)
     assert fake_gpu.launches[-3:] == [("scale", (1,), (256,)), ("scale", (2,), (256,)), ("scale", (4,), (256,))]
     fake_gpu.emulations["scale"] = spill_past_the_end
-    assert not kernel_checks.check_scale(SCALE, scale_twin)
+    assert not kernel_checks.check_scale(SCALE)
     out = lines(capsys)
-    assert out[0].startswith("✅ scale with a bounds check: the Python twin stays in bounds and is right (n = 1,000: "
-                             "4 blocks of 256 threads); the CUDA C ran on this GPU and matches NumPy (n = 1, 1 block")
-    assert out[1] == ("❌ scale with a bounds check: your kernel wrote 64 values outside out (past its end or before "
+    assert out[0].startswith("✅ scale with a bounds check: ran on this GPU and matches NumPy (n = 1, 1 block")
+    assert out[2] == ("❌ scale with a bounds check: your kernel wrote 64 values outside out (past its end or before "
                       "its start): the bounds check is missing or wrong (n = 1, 1 block of 256 threads, on this GPU)")
 
 
@@ -572,12 +557,20 @@ def test_the_tiled_matmul_checker_runs_a_100_by_70_by_90_product_on_a_gpu(fake_g
     assert lines(capsys) == ["✅ tiled matmul: ran on this GPU and matches NumPy ((100 x 70) @ (70 x 90); (33 x 20) @ "
                              "(20 x 17); (17 x 35) @ (35 x 40), 16 x 16 tiles), writing nothing outside its arrays; "
                              "on the CPU executor in bounds with no race ((33 x 20) @ (20 x 17); (17 x 35) @ (35 x "
-                             "40))."]
+                             "40)).", "   In your own programs, compute-sanitizer --tool racecheck python "
+                             "your_script.py finds races on a GPU."]
     assert fake_gpu.launches[0] == ("matmul_tiled_rect", (6, 7), (16, 16))
     fake_gpu.emulations["matmul_tiled_rect"] = lambda *args: 1 / 0
     assert not kernel_checks.check_tiled_matmul(_solution("matmul_tiled_rect"))
-    assert lines(capsys)[0].startswith("❌ tiled matmul: the GPU run failed ((100 x 70) @ (70 x 90)): "
-                                       "ZeroDivisionError: division by zero. After an illegal memory access")
+    assert lines(capsys)[0] == ("❌ tiled matmul: the GPU run failed ((100 x 70) @ (70 x 90)): ZeroDivisionError: "
+                                "division by zero")
+
+    def illegal(*args):
+        raise RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+
+    fake_gpu.emulations["matmul_tiled_rect"] = illegal
+    assert not kernel_checks.check_tiled_matmul(_solution("matmul_tiled_rect"))
+    assert "After an illegal memory access CUDA refuses every later call: restart the runtime" in lines(capsys)[0]
 
 
 def test_on_a_gpu_a_raw_kernel_launch_cupy_would_misread_is_refused_with_the_executors_message(
@@ -612,3 +605,46 @@ def test_memory_bound_sizes_are_four_times_the_l2_or_more(monkeypatch) -> None:
     assert cuda.GPU("Tesla T4", specs.get("NVIDIA T4"), here=True).beyond_l2(1_000, 4) == 7_000_000  # the card's
     with pytest.raises(ValueError, match="bytes_per_element"):
         t4.beyond_l2(10, 0)
+
+
+# ---------------------------------------------------------------- predict, then measure when you can
+
+
+def test_without_a_gpu_nothing_is_measured_and_the_prediction_is_quoted(capsys) -> None:
+    t4 = cuda.GPU("NVIDIA T4", specs.get("NVIDIA T4"), here=False)
+    ran = []
+    assert t4.pick(on_gpu=2048, on_cpu=40) == 40
+    assert t4.only(ran.append, 1) is None and t4.measure(ran.append, 1) is None and ran == []
+    quoted = t4.side_by_side({"axpby": (1e-4, None), "copy": (2e-3, None)})
+    assert quoted == {"axpby": 1e-4, "copy": 2e-3}
+    out = lines(capsys)
+    assert "predicted, NVIDIA T4" in out[0] and "measured here" in out[0]
+    assert out[1].startswith("axpby") and "100 µs" in out[1] and out[1].rstrip().endswith("no GPU here")
+
+
+def test_on_a_gpu_the_measurement_is_printed_beside_the_prediction_and_quoted(capsys, monkeypatch) -> None:
+    here = cuda.GPU("NVIDIA H100 80GB HBM3", specs.get("NVIDIA H100 SXM"), here=True)
+    assert here.pick(on_gpu=2048, on_cpu=40) == 2048
+    calls = []
+
+    def fake_benchmark(fn, *args, **kwargs):
+        calls.append(kwargs)
+        return timing.Timing("fake", "cupy", None, np.array([2e-4, 2e-4, 2e-4]), 1, 1e-3)
+
+    monkeypatch.setattr(cuda, "benchmark", fake_benchmark)
+    measured = here.measure(print, label="x")
+    assert calls == [{"backend": "cupy", "label": "x"}]
+    assert here.side_by_side({"axpby": (1e-4, measured)}) == {"axpby": pytest.approx(2e-4)}
+    out = lines(capsys)
+    assert "measured, NVIDIA H100 80GB HBM3" in out[0] and "200 µs" in out[1] and out[1].endswith("2.00x")
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ({}, "rows must be a non-empty dict"),
+    ({"x": (0.0, None)}, "x: the predicted seconds must be a finite number above zero"),
+    ({"x": (float("nan"), None)}, "finite number above zero"),
+    ({"x": (1e-3, 5.0)}, "x: the measurement must be a Timing"),
+])
+def test_side_by_side_refuses_rows_it_cannot_print(rows, message, capsys) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        cuda.GPU("NVIDIA T4", specs.get("NVIDIA T4"), here=False).side_by_side(rows)

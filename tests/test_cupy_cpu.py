@@ -105,3 +105,61 @@ def test_empty_memory_shows_a_value_never_written():
 def test_without_a_gpu_the_chapter_gets_the_cpu_front(monkeypatch):
     monkeypatch.setattr(cuda, "gpu_here", lambda: False)
     assert cuda.cupy() is cupy_cpu
+
+
+def test_the_profiler_times_each_call_as_cupyx_does_and_says_there_is_no_gpu_time():
+    calls = []
+    result = cupy_cpu.profiler.benchmark(lambda x: calls.append(x), (7,), n_repeat=20, n_warmup=3, name="append")
+    assert len(calls) == 23 and result.cpu_times.shape == (20,) and (result.cpu_times >= 0).all()
+    assert result.gpu_times.shape == (0, 20)
+    text = str(result)
+    assert text.startswith("append") and " us " in text and "GPU: none here" in text
+    few = cupy_cpu.profiler.benchmark(lambda: time_sink(0.01), n_repeat=1000, n_warmup=0, max_duration=0.03)
+    assert 1 <= few.cpu_times.size <= 10  # max_duration stops it, as CuPy's does
+
+
+def time_sink(seconds):
+    import time
+
+    time.sleep(seconds)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: cupy_cpu.profiler.benchmark(5), "takes a function and a tuple"),
+    (lambda: cupy_cpu.profiler.benchmark(print, [1]), "takes a function and a tuple"),
+    (lambda: cupy_cpu.profiler.benchmark(print, n_repeat=0), "n_repeat must be a whole number"),
+    (lambda: cupy_cpu.profiler.benchmark(print, n_warmup=-1), "n_warmup must be a whole number"),
+])
+def test_the_profiler_refuses_what_cupyx_would(call, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
+
+
+def test_cuda_profiler_is_the_stand_in_without_a_gpu():
+    assert cuda.profiler() is (cupy_cpu.profiler if not cuda.gpu_here() else __import__("cupyx.profiler").profiler)
+
+
+def test_a_launch_too_big_for_the_executor_is_refused_before_it_runs():
+    add = cupy_cpu.RawKernel(cuda.kernel_source("vector_add.cu"), "vector_add")
+    a = cupy_cpu.zeros(8, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"1,048,576 threads in one launch: the CPU executor .* runs at most 262,144"):
+        add((4096,), (256,), (a, a, a, np.int32(8)))
+
+
+def test_an_elementwise_kernel_reads_back_as_its_parts_whoever_made_it():
+    front = cupy_cpu.ElementwiseKernel("float32 a, raw T x", "T z", "z = a * x[i]", "scaled", preamble="// p")
+    assert cuda.Elementwise.of(front) == cuda.Elementwise("float32 a, raw T x", "T z", "z = a * x[i]", "scaled",
+                                                          "// p")
+
+    class Info:  # CuPy's ParameterInfo: name, dtype (None for a type placeholder), ctype, raw
+        def __init__(self, name, dtype, ctype, raw=False):
+            self.name, self.dtype, self.ctype, self.raw = name, dtype, ctype, raw
+
+    class RealKernel:  # what cupy.ElementwiseKernel keeps: parsed parameters
+        in_params = (Info("a", np.dtype("float32"), "float"), Info("x", None, "T", raw=True))
+        out_params = (Info("z", None, "T"),)
+        operation, name, preamble = "z = a * x[i]", "scaled", "// p"
+
+    assert cuda.Elementwise.of(RealKernel()) == cuda.Elementwise.of(front)
+    with pytest.raises(TypeError, match="expected an ElementwiseKernel"):
+        cuda.Elementwise.of("y = x")
