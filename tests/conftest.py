@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from helpers import backend
@@ -77,3 +79,9 @@ def fresh_backends():
     backend.backends.cache_clear()
     yield backend.backends
     backend.backends.cache_clear()
+
+
+def python_only(cell_source: str) -> str:
+    """A code cell's source with IPython's shell and magic lines (`!nvidia-smi`, `%timeit ...`) made `pass`, so
+    the ast module can parse it."""
+    return re.sub(r"^(\s*)[!%].*$", r"\1pass", cell_source, flags=re.M)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import python_only
 
 from helpers import cuda, cupy_cpu
 from helpers.cuda_c import CudaCError, UnsupportedSyntax
@@ -105,6 +106,24 @@ def run_scale(src: str, n: int = 1000, launch=executor_launch) -> None:
     np.testing.assert_array_equal(out, np.float32(2.5) * x)
 
 
+def halvings_reference(x: np.ndarray) -> np.ndarray:
+    """How many times each float32 value is halved before it is 1 or less (chapter 06's branchy kernel)."""
+    steps = np.zeros(x.size, np.int32)
+    v = x.astype(np.float32).copy()
+    while (v > 1).any():
+        more = v > 1
+        v = np.where(more, v * np.float32(0.5), v)
+        steps += more
+    return steps
+
+
+def run_halvings(src: str, n: int = 300, launch=executor_launch) -> None:
+    x = (np.random.default_rng(4).pareto(1.0, n) * 4).astype(np.float32)
+    out = np.full(n, -1, np.int32)
+    launch(src, "halvings", (blocks(n, 128),), (128,), (x, out, np.int32(n)))
+    np.testing.assert_array_equal(out, halvings_reference(x))
+
+
 RUNS = {
     "vector_add": lambda src, **kw: run_vector_add(src, **kw),
     "vector_add_grid_stride": lambda src, **kw: run_vector_add(src, "vector_add_grid_stride", grid=3, **kw),
@@ -114,6 +133,7 @@ RUNS = {
     "block_sum": run_block_sum,
     "mandelbrot": run_mandelbrot,
     "scale": run_scale,
+    "halvings": run_halvings,
 }
 
 
@@ -166,8 +186,9 @@ def notebook_elementwise() -> list[tuple[str, cuda.Elementwise, bool]]:
             text = "".join(cell["source"])
             blocks = [text] if cell["cell_type"] == "code" else re.findall(r"```python\n(.*?)```", text, re.S)
             for block in blocks:
-                for node in ast.walk(ast.parse(block)):
-                    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Elementwise":
+                for node in ast.walk(ast.parse(python_only(block))):
+                    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("Elementwise",
+                                                                                            "ElementwiseKernel"):
                         kernel = cuda.Elementwise(*(ast.literal_eval(a) for a in node.args))
                         found.append((path.name, kernel, "TODO" in kernel.operation))
     return found

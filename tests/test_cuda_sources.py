@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import python_only
 
 from helpers import cuda, cuda_sim, nvrtc
 
@@ -78,7 +79,7 @@ def all_sources() -> list[tuple[str, str]]:
         for index, cell in enumerate(nb.cells):
             where = f"notebooks/{path.name} cell {index}"
             if cell.cell_type == "code" and "%%" not in cell.source:
-                found += sources_in_python(cell.source, where)
+                found += sources_in_python(python_only(cell.source), where)
             elif cell.cell_type == "markdown":
                 for block in CODE_BLOCK.findall(cell.source):
                     found += sources_in_python(block, f"{where} (solution)")
