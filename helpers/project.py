@@ -42,6 +42,9 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("05_training.ipynb", "Training a small network",
             "One network on handwritten digits, trained with NumPy, CuPy, JAX and Keras: accuracy, speed, and why.",
             45, "GPU"),
+    Chapter("06_when_to_use_which.ipynb", "When to use which",
+            "Where accelerators lose: chains of steps, branches, small work, copies and serial parts; "
+            "predict the winner and the bill.", 45),
 )
 
 

@@ -11,7 +11,11 @@ This module is infrastructure: plots and chapter modules import it, it imports n
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
 
 from . import specs
 from .cpu import BLAS_BEST_EFFICIENCY, CPUInfo
@@ -62,8 +66,8 @@ class Roofs:
         if self.kind == "tpu" and dtype in ("float16", "float32"):  # as hardware.peak(): JAX runs float32 and
             # float16 matmuls on a TPU through the bf16 MXUs (float64 has no matrix unit: no roof, an error)
             return self.compute[0]
-        if self.kind == "cpu" and dtype in ("bfloat16", "float16") and "float32" in self.dtypes:  # no bf16 unit:
-            # the CPU converts and multiplies at its fp32 rate
+        if self.kind in ("cpu", "gpu") and dtype in ("bfloat16", "float16") and "float32" in self.dtypes:  # no
+            # bf16 unit (a CPU without AMX, a T4): the numbers are converted and multiplied at the fp32 rate
             return self.roof("float32")
         raise ValueError(f"dtype {dtype!r}: {self.device} has no such roof on file; available: "
                          f"{', '.join(self.dtypes)}")
@@ -347,7 +351,135 @@ def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1, timed:
 
 __all__ = [
     "DEFAULT_CALL", "JAX_CALL", "KERNEL_FLOOR", "MATMUL_EFFICIENCY", "MEMORY_EFFICIENCY", "OVERHEADS", "TIMINGS",
-    "ITEMSIZE", "Cost", "Device", "Roof", "Roofs", "attainable", "device_seconds", "host_link", "mxu_side", "padded",
+    "DECIDE_DEVICES", "ITEMSIZE", "TERMS", "Cost", "Decision", "Device", "Estimate", "Roof", "Roofs", "attainable",
+    "decide", "host_call_seconds", "device_seconds", "host_link", "mxu_side", "padded",
     "predict_copy_seconds", "predict_matmul_seconds", "predict_seconds", "published_spec", "roofline_seconds",
     "roofs",
 ]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Which device? The same model, turned into a decision
+
+#: The devices `decide` sets beside this CPU: Colab's free GPU, a large GPU and Colab's TPU.
+DECIDE_DEVICES = ("NVIDIA T4", "NVIDIA H100 SXM", "TPU v5e")
+#: The terms of an estimate, in the order a table shows them.
+TERMS = ("compute", "memory", "calls", "host link", "serial")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One device's predicted time for a workload, term by term (seconds), and whether its data fits there."""
+
+    device: str
+    terms: dict[str, float]
+    fits: bool = True
+    why_not: str = ""
+
+    @property
+    def seconds(self) -> float:
+        """max(compute, memory) + the calls' fixed costs + the host link + the serial part."""
+        t = self.terms
+        return max(t["compute"], t["memory"]) + t["calls"] + t["host link"] + t["serial"]
+
+    @property
+    def decided_by(self) -> str:
+        """The term that costs the most: what to change to make this device faster."""
+        return max(TERMS, key=self.terms.__getitem__)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What `decide` predicts for one workload on each device, and the winner."""
+
+    workload: str
+    estimates: tuple[Estimate, ...]
+
+    @property
+    def winner(self) -> Estimate:
+        """The fastest device whose memory holds the data."""
+        return min((e for e in self.estimates if e.fits), key=lambda e: e.seconds)
+
+    def __str__(self) -> str:
+        from .timing import format_seconds
+
+        head = f"{self.workload or 'workload'}: {'device':<22}{'predicted':>11}  decided by"
+        rows = [head] + [f"{'':<{len(self.workload or 'workload') + 2}}{e.device:<22}"
+                         + (f"{format_seconds(e.seconds):>11}  {e.decided_by}" if e.fits else
+                            f"{'-':>11}  {e.why_not}") for e in self.estimates]
+        w = self.winner
+        rows.append(f"winner: {w.device}, {format_seconds(w.seconds)} (decided by {w.decided_by})")
+        return "\n".join(rows)
+
+    def _repr_pretty_(self, printer: object, cycle: bool) -> None:
+        printer.text(str(self))  # type: ignore[attr-defined]
+
+
+def decide(*, flops: float, bytes: float, calls: int = 1, host_bytes: float = 0.0,  # noqa: A002
+           serial_fraction: float = 0.0, footprint: float = 0.0, dtype: str = "float32", matmul: bool = False,
+           cpu: CPUInfo | Hardware | None = None, devices: tuple[str, ...] = DECIDE_DEVICES,
+           workload: str = "") -> Decision:
+    """Predict a workload on this CPU and on each of `devices`, name the winner and the term that decided it.
+
+    flops, bytes: the whole workload's arithmetic and memory traffic. calls: separate calls it takes (a loop of
+    dependent steps is one call per step). host_bytes: bytes that cross the host link (an accelerator only).
+    serial_fraction: the share of the work that cannot run in parallel: it runs on one core of this CPU whatever
+    the device (Amdahl's law). footprint: bytes the device must hold at once (a device with less memory is out).
+    """
+    flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
+    host_bytes, footprint = _amount("host_bytes", host_bytes), _amount("footprint (bytes)", footprint)
+    calls = positive_int("calls", calls)
+    if isinstance(serial_fraction, bool) or not finite(serial_fraction) or not 0 <= serial_fraction <= 1:
+        raise ValueError(f"serial_fraction must be a number from 0 to 1 (the share of the work that stays serial); "
+                         f"got {serial_fraction!r:.40}")
+    if isinstance(devices, str) or not isinstance(devices, tuple | list):
+        raise ValueError(f"devices must be a tuple of spec names such as {DECIDE_DEVICES} (or () for this CPU "
+                         f"alone); got {devices!r:.60}")
+    if cpu is None:
+        from .hardware import hardware
+
+        cpu = hardware().cpu
+    host = cpu.cpu if isinstance(cpu, Hardware) else cpu
+    if not isinstance(host, CPUInfo):
+        raise TypeError(f"cpu must be a CPUInfo or Hardware (h.hardware()); got {type(cpu).__name__}")
+    one_core = roofs(host)
+    core_flops = one_core.roof(dtype).flops / max(1, int(host.cores.value))
+    serial = max(serial_fraction * flops / core_flops, serial_fraction * nbytes / one_core.bandwidth)
+    work_flops, work_bytes = (1 - serial_fraction) * flops, (1 - serial_fraction) * nbytes
+    estimates = [_estimate(host, f"this CPU ({host.model})", work_flops, work_bytes, calls, 0.0, serial, dtype,
+                           matmul, footprint)]
+    for name in devices:
+        spec = published_spec(name)
+        estimates.append(_estimate(spec, spec.name, work_flops, work_bytes, calls, host_bytes, serial, dtype, matmul,
+                                   footprint))
+    return Decision(str(workload), tuple(estimates))
+
+
+@cache
+def host_call_seconds() -> float:
+    """One small NumPy call from Python on this machine, measured (best of 5 runs of 2,000 calls): the fixed cost
+    a CPU pays per call, as a launch is an accelerator's."""
+    a = np.ones(8, dtype=np.float32)
+    out = np.empty_like(a)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(2_000):
+            np.add(a, a, out=out)
+        best = min(best, (time.perf_counter() - start) / 2_000)
+    return best
+
+
+def _estimate(device: Device, name: str, flops: float, nbytes: float, calls: int, host_bytes: float,
+              serial: float, dtype: str, matmul: bool, footprint: float) -> Estimate:
+    r = roofs(device)
+    compute = flops / (r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0))
+    memory = nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
+    fixed = host_call_seconds() if r.kind == "cpu" else (OVERHEADS[DEFAULT_CALL.get(r.kind, "none")].value
+                                                         + _constant(KERNEL_FLOOR, r.kind, 0.0))
+    link = host_bytes / host_link(device)[0] if host_bytes and r.kind != "cpu" else 0.0
+    terms = {"compute": compute, "memory": memory, "calls": calls * fixed, "host link": link, "serial": serial}
+    capacity = getattr(device, "memory_bytes", None)
+    if capacity and footprint > capacity:
+        return Estimate(name, terms, False, f"needs {footprint / 1e9:,.0f} GB, holds {capacity / 1e9:,.0f} GB")
+    return Estimate(name, terms)

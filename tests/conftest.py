@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +87,14 @@ def python_only(cell_source: str) -> str:
     """A code cell's source with IPython's shell and magic lines (`!nvidia-smi`, `%timeit ...`) made `pass`, so
     the ast module can parse it."""
     return re.sub(r"^(\s*)[!%].*$", r"\1pass", cell_source, flags=re.M)
+
+
+def chapter_kernel(notebook: str, name: str) -> str:
+    """The CUDA C of kernel `name` as notebooks/`notebook` writes it in a code cell (an r\"\"\"...\"\"\" string)."""
+    path = Path(__file__).resolve().parents[1] / "notebooks" / notebook
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "code":
+            for found in re.findall(r'r"""(.*?)"""', "".join(cell["source"]), re.S):
+                if f"void {name}(" in found:
+                    return found
+    raise AssertionError(f"no kernel {name} in {notebook}")

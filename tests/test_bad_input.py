@@ -19,12 +19,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import chapter_kernel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import helpers as h
 from helpers import (
     checks,
+    choosing,
     cuda,
     lessons,
     mandelbrot,
@@ -98,6 +100,16 @@ PUBLIC = [
     Public(roofline.predict_matmul_seconds, {"device": "TPU v5e", "m": 128, "k": 128, "n": 128, "dtype": "bfloat16"}),
     Public(roofline.predict_copy_seconds, {"device": T4, "bytes": 1e6, "calls": 1}),
     Public(roofline.device_seconds, {"device": T4, "flops": 1e9, "bytes": 1e6, "dtype": "float32", "kernels": 1}),
+    Public(roofline.decide, {"flops": 1e9, "bytes": 1e6, "calls": 2, "host_bytes": 1e3, "serial_fraction": 0.1,
+                             "footprint": 1e6, "dtype": "float32", "devices": ("NVIDIA T4",)}, {"devices": "device"}),
+    Public(choosing.recurrence_work, {"n": 100, "method": "scan"}),
+    Public(choosing.predict_recurrence, {"device": "NVIDIA T4", "n": 100, "method": "loop"}),
+    Public(choosing.amdahl, {"serial_fraction": 0.1, "parallel_speedup": 10.0}),
+    Public(choosing.price, {"device": "TPU v5e"}, {"device": "price"}),
+    Public(choosing.format_dollars, {"amount": 1.5}),
+    Public(choosing.warp_steps, {"source": chapter_kernel("06_when_to_use_which.ipynb", "decay_steps"),
+                                 "name": "decay_steps", "x": np.full(40, 3.0), "threads": 64},
+           {"source": "source", "name": "kernel", "x": "x"}),
     Public(roofline.roofline_seconds, {"device": T4, "flops": 1e9, "bytes": 1e6, "dtype": "float32"}),
     Public(timing.set_timing_budget, {"seconds": 0.5}),
     Public(cuda.kernel_source, {"file": "vector_add.cu"}, {"file": "kernel file"}),

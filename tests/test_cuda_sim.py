@@ -106,22 +106,22 @@ def run_scale(src: str, n: int = 1000, launch=executor_launch) -> None:
     np.testing.assert_array_equal(out, np.float32(2.5) * x)
 
 
-def halvings_reference(x: np.ndarray) -> np.ndarray:
-    """How many times each float32 value is halved before it is 1 or less (chapter 06's branchy kernel)."""
+def decay_steps_reference(x: np.ndarray) -> np.ndarray:
+    """How many times each float32 value shrinks by 1% before it is 1 or less (chapter 06's branchy kernel)."""
     steps = np.zeros(x.size, np.int32)
     v = x.astype(np.float32).copy()
     while (v > 1).any():
         more = v > 1
-        v = np.where(more, v * np.float32(0.5), v)
+        v = np.where(more, v * np.float32(0.99), v)
         steps += more
     return steps
 
 
-def run_halvings(src: str, n: int = 300, launch=executor_launch) -> None:
+def run_decay_steps(src: str, n: int = 200, launch=executor_launch) -> None:
     x = (np.random.default_rng(4).pareto(1.0, n) * 4).astype(np.float32)
     out = np.full(n, -1, np.int32)
-    launch(src, "halvings", (blocks(n, 128),), (128,), (x, out, np.int32(n)))
-    np.testing.assert_array_equal(out, halvings_reference(x))
+    launch(src, "decay_steps", (blocks(n, 128),), (128,), (x, out, np.int32(n)))
+    np.testing.assert_array_equal(out, decay_steps_reference(x))
 
 
 RUNS = {
@@ -133,7 +133,7 @@ RUNS = {
     "block_sum": run_block_sum,
     "mandelbrot": run_mandelbrot,
     "scale": run_scale,
-    "halvings": run_halvings,
+    "decay_steps": run_decay_steps,
 }
 
 

@@ -137,7 +137,7 @@ def test_every_constant_says_where_it_comes_from():
 
 INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "hardware", "limits", "notice", "nvrtc", "plots",
                   "project", "roofline", "specs", "style", "timing", "validate", "widgets", "workloads"}
-CHAPTER = {"cuda", "cuda_c", "cuda_sim", "cupy_checked", "cupy_cpu", "grid", "kernel_checks", "lessons",
+CHAPTER = {"choosing", "cuda", "cuda_c", "cuda_sim", "cupy_checked", "cupy_cpu", "grid", "kernel_checks", "lessons",
            "mandelbrot", "mlp", "sharding", "systolic", "threads", "training"}
 TOOLS = {"__init__", "__main__", "evidence", "upkeep"}  # the front door and the maintainers' commands
 
@@ -175,3 +175,48 @@ def test_the_import_check_sees_lazy_imports(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text("def f():\n    from .training import x\n    from . import systolic\n")
     assert _imported(planted) == {"training", "systolic"}
+
+
+# --- decide: the model as a choice between devices -------------------------------------------------------------
+
+
+def test_decide_adds_the_terms_and_names_the_largest(cpu):
+    d = roofline.decide(flops=0, bytes=320e9 * 0.8, calls=1, cpu=cpu, devices=("NVIDIA T4",), workload="copy")
+    on_cpu, t4 = d.estimates
+    assert on_cpu.terms["memory"] == pytest.approx(320e9 * 0.8 / 20e9) and on_cpu.decided_by == "memory"
+    assert t4.terms["memory"] == pytest.approx(1.0)  # 80% of the T4's 320 GB/s
+    assert t4.terms["calls"] == pytest.approx(roofline.OVERHEADS["cupy"].value + roofline.KERNEL_FLOOR["gpu"].value)
+    assert t4.seconds == pytest.approx(1.0 + t4.terms["calls"]) and d.winner is t4
+    assert "winner: NVIDIA T4" in str(d) and "copy" in str(d)
+
+
+def test_decide_calls_the_host_link_and_the_serial_part(cpu):
+    many = roofline.decide(flops=1e3, bytes=1e3, calls=10_000, cpu=cpu)
+    assert many.winner.device.startswith("this CPU") and all(e.decided_by == "calls" for e in many.estimates[1:])
+    link = roofline.decide(flops=0, bytes=1e9, host_bytes=11e9, cpu=cpu, devices=("NVIDIA T4",))
+    assert link.estimates[1].terms["host link"] == pytest.approx(1.0) and link.estimates[0].terms["host link"] == 0
+    serial = roofline.decide(flops=1e12, bytes=0, serial_fraction=0.5, cpu=cpu, devices=("NVIDIA H100 SXM",))
+    one_core = 160e9 / 2  # the fixture's float32 peak on one of its 2 cores
+    assert all(e.terms["serial"] == pytest.approx(0.5e12 / one_core) for e in serial.estimates)
+    assert serial.estimates[1].decided_by == "serial"
+
+
+def test_decide_leaves_out_a_device_the_data_does_not_fit(cpu):
+    d = roofline.decide(flops=1e9, bytes=1e9, footprint=20e9, cpu=cpu, devices=("NVIDIA T4", "NVIDIA H100 SXM"))
+    t4 = d.estimates[1]
+    assert not t4.fits and "needs 20 GB, holds 16 GB" in t4.why_not and d.winner.device == "NVIDIA H100 SXM"
+    assert "needs 20 GB" in str(d)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"flops": -1, "bytes": 1}, "flops must be a finite number, zero or more"),
+    ({"flops": 1, "bytes": float("inf")}, "bytes must be a finite number"),
+    ({"flops": 1, "bytes": 1, "serial_fraction": 1.5}, "serial_fraction must be a number from 0 to 1"),
+    ({"flops": 1, "bytes": 1, "calls": 0}, "calls must be a positive integer"),
+    ({"flops": 1, "bytes": 1, "devices": ("GTX 280",)}, "no published specs for 'GTX 280'; known devices"),
+    ({"flops": 1, "bytes": 1, "devices": "NVIDIA T4"}, "devices must be a tuple of spec names"),
+    ({"flops": 1, "bytes": 1, "host_bytes": -5}, "host_bytes must be a finite number"),
+])
+def test_decide_refuses_what_it_cannot_judge(cpu, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        roofline.decide(**kwargs, cpu=cpu)

@@ -1,0 +1,266 @@
+"""Chapter 06: when to use which device. The work of a recurrence, warps that diverge, Amdahl's bound, and what a
+run costs.
+
+Every prediction comes from helpers.roofline; every price below is a published list price with its address.
+
+    steps = h.choosing.warp_steps(BRANCHY, "halvings", x)      # each thread's loop steps, from the CPU executor
+    h.choosing.divergence_figure({"sorted": steps_sorted, "shuffled": steps_shuffled})
+    h.choosing.amdahl(serial_fraction=0.1, parallel_speedup=1000)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import cuda_sim, roofline
+from .cuda_c import CudaCError
+from .style import PREDICTION_COLOUR, REFERENCE_COLOUR, figure
+from .validate import finite, positive_int
+
+# --------------------------------------------------------------------------------------------------------------
+# Sequential dependence: a recurrence, three ways
+
+#: How a linear recurrence h[t] = a * h[t-1] + b[t] can run: a loop of dependent steps (one call each), one
+#: jax.lax.scan (one call, the steps in sequence on the device), or jax.lax.associative_scan (one call, about
+#: 2 log2(n) parallel levels over all n elements).
+RECURRENCE_METHODS = ("loop", "scan", "associative scan")
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a method costs in the model's terms: FLOPs, bytes, calls from the host, and kernels per call."""
+
+    flops: float
+    bytes: float
+    calls: int
+    kernels: int
+
+
+def recurrence_work(n: int, method: str) -> Work:
+    """The work of an n-step float32 linear recurrence (2 FLOPs a step) run by `method` (RECURRENCE_METHODS).
+
+    The associative scan combines pairs (a, b) level by level: about 2 log2(n) levels (up the tree and back
+    down), each reading and writing both halves of every pair, 3 FLOPs per combine.
+    """
+    n = positive_int("n", n)
+    if method not in RECURRENCE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, RECURRENCE_METHODS))}; got {method!r:.40}")
+    if method == "loop":
+        return Work(2.0 * n, 8.0 * n, n, 1)
+    if method == "scan":
+        return Work(2.0 * n, 8.0 * n, 1, n)  # one call; on a GPU each step of XLA's loop is a kernel of its own
+    levels = 2 * max(1, math.ceil(math.log2(n)))
+    return Work(3.0 * n * levels, 16.0 * n * levels, 1, levels)
+
+
+def predict_recurrence(device: str, n: int, method: str) -> float:
+    """Seconds for the recurrence on a device (a spec name), from helpers.roofline: each call a synced JAX call,
+    each kernel at least the device's kernel floor (no published per-step cost of a loop inside a TPU program was
+    found, so on a TPU the model counts none: a lower bound)."""
+    work = recurrence_work(n, method)
+    kind = roofline.roofs(device).kind
+    call = roofline.JAX_CALL.get(kind, "none")
+    return roofline.predict_seconds(device, flops=work.flops, bytes=work.bytes, calls=work.calls, call=call,
+                                    kernels=work.kernels if work.calls == 1 else 1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Branchy code: 32 threads of a warp run in lock step
+
+WARP = cuda_sim.WARP_SIZE
+
+
+def warp_steps(source: str, name: str, x: np.ndarray, threads: int = 128) -> np.ndarray:
+    """How many times each thread took its kernel's first loop, running `name` of `source` on the CPU executor
+    with one thread per element of x (float32), `threads` per block. Shape (warps, 32); a missing thread is 0.
+
+    The kernel takes (const float* x, int* out, int n); the executor records each thread's path through the
+    branches, and a loop taken k times leaves k 'taken' marks on its line.
+    """
+    if not isinstance(source, str) or not isinstance(name, str):
+        raise TypeError(f"source and name are the kernel's CUDA C and its name, both strings; got "
+                        f"{type(source).__name__} and {type(name).__name__}")
+    try:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"x must be a 1-D array of numbers; got {x!r:.40}") from None
+    if x.ndim != 1 or not x.size or not np.isfinite(x).all():
+        raise ValueError(f"x must be a non-empty 1-D array of finite numbers; got shape {np.shape(x)}")
+    threads = positive_int("threads", threads)
+    if threads % WARP:
+        raise ValueError(f"threads per block must be a multiple of the warp size, {WARP}; got {threads}")
+    loops = [number for number, line in enumerate(source.splitlines(), 1) if re.search(r"\b(while|for)\s*\(", line)]
+    if not loops:
+        raise ValueError("the kernel's source has no loop (while or for) whose steps could be counted")
+    out = np.zeros(x.size, dtype=np.int32)
+    blocks = -(-x.size // threads)
+    try:
+        program = cuda_sim.Program(source)
+    except CudaCError as exc:
+        raise CudaCError(f"the kernel's source: {exc}") from None
+    run = program.launch(name, (blocks,), (threads,), (x, out, np.int32(x.size)), trace=True)
+    steps = [sum(1 for line, taken in path if line == loops[0] and taken)
+             for block in range(blocks) for warp in run.warps((block, 0, 0)) for path in warp]
+    return np.array(steps, dtype=np.int64)[: -(-x.size // WARP) * WARP].reshape(-1, WARP)
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Loop steps of a kernel's threads, warp by warp, and what they cost run in lock step or one by one."""
+
+    steps: np.ndarray  # (warps, 32)
+
+    @property
+    def useful(self) -> int:
+        """Steps the threads need: what a CPU core, skipping each element's work once it is done, pays."""
+        return int(self.steps.sum())
+
+    @property
+    def lock_step(self) -> int:
+        """Thread-steps a GPU spends: every warp runs until its slowest thread is done, all 32 lanes busy."""
+        return int(WARP * self.steps.max(axis=1).sum())
+
+    @property
+    def efficiency(self) -> float:
+        """useful / lock_step: the fraction of the warps' lanes doing work that counts."""
+        return self.useful / self.lock_step if self.lock_step else 1.0
+
+
+def divergence_figure(runs: Mapping[str, np.ndarray]) -> Any:
+    """Heatmaps of each thread's steps (a row per warp, a column per lane), one panel per run, with each warp's
+    lock-step cost beside it: a warp is as slow as its slowest thread."""
+    from plotly.subplots import make_subplots
+
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError("runs must be a dict: label -> steps of shape (warps, 32) (from warp_steps)")
+    fig = make_subplots(rows=1, cols=len(runs), subplot_titles=[
+        f"{label}: {Divergence(np.asarray(s)).efficiency:.0%} of lanes useful" for label, s in runs.items()])
+    top = max(int(np.max(s)) for s in runs.values())
+    for col, steps in enumerate(runs.values(), 1):
+        steps = np.asarray(steps)
+        fig.add_heatmap(z=steps, zmin=0, zmax=top, colorscale="Viridis", showscale=col == 1, row=1, col=col,
+                        colorbar={"title": "steps"}, hovertemplate="warp %{y}, lane %{x}: %{z} steps<extra></extra>")
+        fig.update_xaxes(title_text="lane (thread of the warp)", row=1, col=col)
+        fig.update_yaxes(title_text="warp" if col == 1 else None, autorange="reversed", row=1, col=col)
+    base = figure("Loop steps per thread: each warp waits for its slowest lane", height=420)
+    fig.update_layout(template=base.layout.template, title=base.layout.title, height=420)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Amdahl's law
+
+
+def amdahl(serial_fraction: float, parallel_speedup: float) -> float:
+    """The whole job's speed-up when only its parallel part, 1 - serial_fraction of the time, runs
+    `parallel_speedup` times faster: 1 / (s + (1 - s) / p)."""
+    if isinstance(serial_fraction, bool) or not finite(serial_fraction) or not 0 <= serial_fraction <= 1:
+        raise ValueError(f"serial_fraction must be a number from 0 to 1; got {serial_fraction!r:.40}")
+    if isinstance(parallel_speedup, bool) or not finite(parallel_speedup) or parallel_speedup < 1:
+        raise ValueError(f"parallel_speedup must be a finite number, 1 or more; got {parallel_speedup!r:.40}")
+    return 1.0 / (serial_fraction + (1.0 - serial_fraction) / parallel_speedup)
+
+
+def amdahl_figure(measured_serial: float, fractions: tuple[float, ...] = (0.01, 0.05, 0.25)) -> Any:
+    """Speed-up of the whole job against the speed-up of its parallel part, for a few serial fractions and the
+    one measured here: each curve flattens at 1 / s."""
+    p = np.logspace(0, 4, 60)
+    fig = figure("Amdahl's law: the serial part sets the ceiling", height=420)
+    for s in sorted({*fractions, measured_serial}):
+        here = s == measured_serial
+        fig.add_scatter(x=p, y=[amdahl(s, v) for v in p], mode="lines",
+                        name=f"s = {s:.3g}" + (" (measured here)" if here else ""),
+                        line={"width": 3 if here else 1.5, "color": PREDICTION_COLOUR if here else None})
+    fig.add_scatter(x=p, y=p, mode="lines", name="no serial part", line={"dash": "dot", "color": REFERENCE_COLOUR})
+    fig.update_xaxes(type="log", title_text="speed-up of the parallel part (cores, a GPU, a TPU)")
+    fig.update_yaxes(type="log", title_text="speed-up of the whole job")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What a run costs: published list prices
+
+
+@dataclass(frozen=True)
+class Price:
+    """A published on-demand price: dollars per hour, for what, and where it is published (with its date)."""
+
+    device: str  # a roofline device: "cpu" (this CPU stands in) or a spec name
+    machine: str
+    dollars_per_hour: float
+    quoted: str  # the figure as the source states it
+    source: str  # its public address, and its date
+
+
+_CYCLENERD = ("Google Cloud list prices as compiled by the google-cloud-pricing-cost-calculator project, file "
+              "generated Thu Jul 30 2026 (https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
+              "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml)")
+_SKYPILOT = ("Google Cloud list prices as compiled by SkyPilot's catalog; the file states no date "
+             "(https://github.com/skypilot-org/skypilot-catalog/blob/006059e0f18acb1341e22a27751e9f80df6ba92f/"
+             "catalogs/v8/gcp/vms.csv)")
+
+PRICES: tuple[Price, ...] = (
+    Price("cpu", "e2-standard-2 (2 vCPUs, 8 GB), us-central1", 0.06701142,
+          "e2-standard-2 ... us-central1: hour: 0.06701142", _CYCLENERD),
+    Price("NVIDIA T4", "one T4 GPU (the VM it attaches to is billed on top), us-central1", 0.35,
+          "T4,1,...,us-central1,us-central1-a,0.35,0.175 (on-demand, spot)", _SKYPILOT),
+    Price("NVIDIA H100 SXM", "a3-highgpu-1g (1 x H100 80GB, 26 vCPUs, 234 GB), us-central1", 11.0612499878219,
+          "a3-highgpu-1g ... us-central1: hour: 11.0612499878219", _CYCLENERD),
+    Price("TPU v5e", "tpu-v5litepod-1 (one v5e chip), us-central1", 1.2,
+          "tpu-v5litepod-1,1,tpu-v5litepod-1,us-central1,us-central1-a,1.2,0.24493 (on-demand, spot)", _SKYPILOT),
+)
+
+
+def price(device: str) -> Price:
+    """The published price for `device` ('cpu' or a spec name in PRICES)."""
+    for p in PRICES:
+        if p.device == device:
+            return p
+    raise ValueError(f"no published price on file for {device!r}; on file: {', '.join(p.device for p in PRICES)}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Exercise 2: predict the winner
+
+#: The workloads of the exercise, as helpers.roofline.decide counts them.
+WINNER_QUIZ: dict[str, dict[str, Any]] = {
+    "matmul 4096": dict(flops=2 * 4096**3, bytes=3 * 4 * 4096**2, matmul=True),
+    "tiny adds, 10,000 calls": dict(flops=1_000 * 10_000, bytes=12 * 1_000 * 10_000, calls=10_000),
+    "sum of a billion, on the device": dict(flops=1e9, bytes=4e9),
+}
+#: The names an answer may use.
+ANSWERS = ("CPU", *roofline.DECIDE_DEVICES)
+
+
+def wrong_winners(answers: Any) -> str | None:
+    """What is wrong with a dict of predicted winners (WINNER_QUIZ's keys -> one of ANSWERS), or None. An answer
+    still `...` is not attempted (NotImplementedError, as the checks read it)."""
+    if isinstance(answers, Mapping) and any(v is ... for v in answers.values()):
+        raise NotImplementedError("replace every ... with a device's name")
+    if not isinstance(answers, Mapping) or set(answers) != set(WINNER_QUIZ):
+        return f"expected a dict with the keys {', '.join(map(repr, WINNER_QUIZ))}"
+    unknown = [f"{k!r}: {v!r:.40}" for k, v in answers.items() if v not in ANSWERS]
+    if unknown:
+        return f"{'; '.join(unknown)}: each answer is one of {', '.join(map(repr, ANSWERS))}"
+    wrong = []
+    for name, work in WINNER_QUIZ.items():
+        winner = roofline.decide(**work, workload=name).winner
+        expected = "CPU" if winner.device.startswith("this CPU") else winner.device
+        if answers[name] != expected:
+            wrong.append(f"{name}: the model says {expected} (decided by {winner.decided_by})")
+    return "; ".join(wrong) or None
+
+
+def format_dollars(amount: float) -> str:
+    """Dollars as a reader wants them: '$15.84', '$0.012', or '$1.6e-05' for less than a tenth of a cent."""
+    if isinstance(amount, bool) or not finite(amount) or amount < 0:
+        raise ValueError(f"amount must be a finite number of dollars, zero or more; got {amount!r:.40}")
+    if amount >= 0.01:
+        return f"${amount:,.2f}"
+    return f"${amount:.2g}" if amount >= 0.001 else f"${amount:.1e}"

@@ -1,0 +1,158 @@
+"""Chapter 06's helpers: the work of a recurrence, warps that diverge (run on the CPU executor), Amdahl's bound,
+published prices, the winner quiz; and the chapter's TensorFlow cell, run against a stand-in module (a real
+TensorFlow install would add minutes and hundreds of MB to CI, so the test records the call instead)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import sys
+import types
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import chapter_kernel
+
+from helpers import choosing, roofline
+
+KERNEL = chapter_kernel("06_when_to_use_which.ipynb", "decay_steps")
+CHAPTER = Path(__file__).resolve().parents[1] / "notebooks" / "06_when_to_use_which.ipynb"
+
+
+def test_a_loop_is_one_call_per_step_and_a_tree_is_log_n_levels_of_all_the_work():
+    loop, scan, tree = (choosing.recurrence_work(1024, m) for m in choosing.RECURRENCE_METHODS)
+    assert (loop.calls, loop.kernels) == (1024, 1) and (scan.calls, scan.kernels) == (1, 1024)
+    assert tree.calls == 1 and tree.kernels == 20 and tree.flops == 3 * 1024 * 20  # 2 log2(1024) levels
+    assert loop.flops == scan.flops == 2 * 1024
+
+
+def test_on_a_gpu_a_python_loop_is_a_launch_per_step_and_the_tree_wins():
+    n = 100_000
+    loop, scan, tree = (choosing.predict_recurrence("NVIDIA T4", n, m) for m in choosing.RECURRENCE_METHODS)
+    per_call = roofline.OVERHEADS["jax_gpu"].value
+    assert loop > n * per_call and scan > n * roofline.KERNEL_FLOOR["gpu"].value
+    assert tree < scan < loop
+
+
+def test_warp_steps_counts_each_threads_loop_on_the_executor():
+    x = np.array([0.5, 1.0, 1.01, 2.0] * 8 + [100.0] * 8, dtype=np.float32)  # 40 threads: a warp and a part
+    steps = choosing.warp_steps(KERNEL, "decay_steps", x, threads=64)
+    assert steps.shape == (2, 32)
+    want = [0, 0, 1, 69] * 8  # 1.01 needs 1 step of 0.99; 2.0 needs 69 (0.99**69 < 0.5 < 0.99**68)
+    assert steps[0].tolist() == want and steps[1, :8].tolist() == [459] * 8 and not steps[1, 8:].any()
+
+
+def test_sorted_data_keeps_a_warp_together_and_shuffled_data_does_not():
+    values = (np.random.default_rng(2).pareto(1.0, 256) * 4).astype(np.float32)
+    ordered = choosing.Divergence(choosing.warp_steps(KERNEL, "decay_steps", np.sort(values)))
+    shuffled = np.random.default_rng(3).permutation(values)
+    mixed = choosing.Divergence(choosing.warp_steps(KERNEL, "decay_steps", shuffled))
+    assert ordered.useful == mixed.useful
+    assert mixed.lock_step > 2 * ordered.lock_step and mixed.efficiency < ordered.efficiency <= 1
+    one = choosing.Divergence(np.array([[5] + [1] * 31]))
+    assert one.useful == 36 and one.lock_step == 160 and one.efficiency == pytest.approx(36 / 160)
+
+
+def test_the_divergence_figure_has_a_panel_per_run():
+    fig = choosing.divergence_figure({"a": np.ones((2, 32)), "b": np.arange(64).reshape(2, 32)})
+    assert [t.type for t in fig.data] == ["heatmap", "heatmap"]
+    assert "100% of lanes useful" in fig.layout.annotations[0].text
+
+
+@pytest.mark.parametrize(("s", "p", "want"), [(0, 8, 8), (0.1, 1e12, 10), (0.5, 2, 4 / 3), (1, 100, 1), (0.2, 1, 1)])
+def test_amdahl(s, p, want):
+    assert choosing.amdahl(s, p) == pytest.approx(want, rel=1e-9)
+
+
+def test_amdahl_figure_marks_the_measured_fraction():
+    fig = choosing.amdahl_figure(0.3)
+    assert any("s = 0.3 (measured here)" == t.name for t in fig.data)
+    assert max(fig.data[-2].y) < 1 / 0.25 + 1e-9  # s = 0.25 never passes 4x
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: choosing.amdahl(1.5, 2), "serial_fraction must be a number from 0 to 1"),
+    (lambda: choosing.amdahl(0.5, 0.5), "parallel_speedup must be a finite number, 1 or more"),
+    (lambda: choosing.recurrence_work(10, "while"), "method must be one of 'loop', 'scan', 'associative scan'"),
+    (lambda: choosing.warp_steps(KERNEL, "decay_steps", np.ones(8), threads=48), "a multiple of the warp size"),
+    (lambda: choosing.warp_steps('extern "C" __global__ void f(const float* x, int* out, int n) { }', "f",
+                                 np.ones(8)), "has no loop"),
+    (lambda: choosing.warp_steps(KERNEL, "decay_steps", np.array([np.inf])), "finite numbers"),
+    (lambda: choosing.price("TPU v6e"), "no published price on file for 'TPU v6e'; on file: cpu"),
+    (lambda: choosing.format_dollars(-1), "amount must be a finite number of dollars"),
+])
+def test_bad_input_is_named(call, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
+
+
+def test_every_price_is_published_with_its_address_and_date_and_covers_the_predicted_devices():
+    assert {p.device for p in choosing.PRICES} == {"cpu", *roofline.DECIDE_DEVICES}
+    for p in choosing.PRICES:
+        assert p.dollars_per_hour > 0 and str(p.dollars_per_hour).rstrip("0") in p.quoted.replace("1.2,", "1.2")
+        assert "https://github.com/" in p.source and ("generated" in p.source or "states no date" in p.source)
+
+
+@pytest.mark.parametrize(("amount", "shown"), [(15.8414, "$15.84"), (0.0123, "$0.01"), (0.0042, "$0.0042"),
+                                               (1.6e-5, "$1.6e-05"), (0, "$0.0e+00")])
+def test_dollars_read_as_people_write_them(amount, shown):
+    assert choosing.format_dollars(amount) == shown
+
+
+def test_the_winner_quiz_is_judged_by_the_model():
+    right = {name: ("CPU" if d.winner.device.startswith("this CPU") else d.winner.device) for name, d in
+             ((name, roofline.decide(**work)) for name, work in choosing.WINNER_QUIZ.items())}
+    assert right == {"matmul 4096": "TPU v5e", "tiny adds, 10,000 calls": "CPU",
+                     "sum of a billion, on the device": "NVIDIA H100 SXM"}
+    assert choosing.wrong_winners(right) is None
+    wrong = choosing.wrong_winners({**right, "matmul 4096": "CPU"})
+    assert wrong == "matmul 4096: the model says TPU v5e (decided by compute)"
+    assert "each answer is one of 'CPU'" in choosing.wrong_winners({**right, "matmul 4096": "GPU"})
+    assert "expected a dict with the keys" in choosing.wrong_winners(["TPU v5e"])
+    with pytest.raises(NotImplementedError):
+        choosing.wrong_winners({**right, "matmul 4096": ...})
+
+
+# ---------------------------------------------------------------- the chapter's TensorFlow cell
+
+
+def _tensorflow_cell() -> str:
+    cells = json.loads(CHAPTER.read_text())["cells"]
+    found = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"
+             and "tf.config.list_physical_devices" in "".join(c["source"])]
+    assert len(found) == 1, "chapter 06 asks TensorFlow for its devices in one cell"
+    return found[0]
+
+
+def _run(cell: str) -> str:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        # the chapter's cell, after its imports cell (import importlib.util)
+        exec(compile(cell, "<chapter 06 cell>", "exec"), {"__name__": "__main__", "importlib": importlib})  # noqa: S102
+    return out.getvalue()
+
+
+def test_the_tensorflow_cell_asks_tensorflow_for_its_devices(monkeypatch):
+    asked = []
+    device = types.SimpleNamespace(device_type="GPU", name="/physical_device:GPU:0")
+    tf = types.ModuleType("tensorflow")
+    tf.config = types.SimpleNamespace(list_physical_devices=lambda *kind: asked.append(kind) or [device])
+    monkeypatch.setitem(sys.modules, "tensorflow", tf)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "tensorflow" else real_find_spec(name, *a))
+    printed = _run(_tensorflow_cell())
+    assert asked == [()] and "TensorFlow sees:" in printed and "GPU" in printed
+
+
+def test_without_tensorflow_the_cell_says_so_in_one_line(monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tensorflow" else real_find_spec(name, *a))
+    printed = _run(_tensorflow_cell())
+    assert printed.count("\n") == 1 and "TensorFlow is not installed here" in printed
+    assert "tf.config.list_physical_devices('GPU')" in printed
+
