@@ -20,7 +20,7 @@ import numpy as np
 from . import specs
 from .cpu import BLAS_BEST_EFFICIENCY, CPUInfo
 from .hardware import Hardware, Peak
-from .validate import finite, positive_int
+from .validate import available_memory, finite, positive_int
 
 #: What a roofline or a prediction can be made for: this machine's CPU, a published spec (or its name), or a Peak.
 Device = CPUInfo | Hardware | specs.DeviceSpec | Peak | str
@@ -351,8 +351,8 @@ def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1, timed:
 
 __all__ = [
     "DEFAULT_CALL", "JAX_CALL", "KERNEL_FLOOR", "MATMUL_EFFICIENCY", "MEMORY_EFFICIENCY", "OVERHEADS", "TIMINGS",
-    "DECIDE_DEVICES", "ITEMSIZE", "TERMS", "Cost", "Decision", "Device", "Estimate", "Roof", "Roofs", "attainable",
-    "decide", "host_call_seconds", "device_seconds", "host_link", "mxu_side", "padded",
+    "CALL_STYLES", "DECIDE_DEVICES", "ITEMSIZE", "TERMS", "Cost", "Decision", "Device", "Estimate", "Roof", "Roofs",
+    "attainable", "decide", "host_call_seconds", "device_seconds", "host_link", "mxu_side", "padded",
     "predict_copy_seconds", "predict_matmul_seconds", "predict_seconds", "published_spec", "roofline_seconds",
     "roofs",
 ]
@@ -396,9 +396,9 @@ class Decision:
     estimates: tuple[Estimate, ...]
 
     @property
-    def winner(self) -> Estimate:
-        """The fastest device whose memory holds the data."""
-        return min((e for e in self.estimates if e.fits), key=lambda e: e.seconds)
+    def winner(self) -> Estimate | None:
+        """The fastest device whose memory holds the data (None when it fits on none of them)."""
+        return min((e for e in self.estimates if e.fits), key=lambda e: e.seconds, default=None)
 
     def __str__(self) -> str:
         from .timing import format_seconds
@@ -408,27 +408,36 @@ class Decision:
                          + (f"{format_seconds(e.seconds):>11}  {e.decided_by}" if e.fits else
                             f"{'-':>11}  {e.why_not}") for e in self.estimates]
         w = self.winner
-        rows.append(f"winner: {w.device}, {format_seconds(w.seconds)} (decided by {w.decided_by})")
+        rows.append(f"winner: {w.device}, {format_seconds(w.seconds)} (decided by {w.decided_by})" if w else
+                    "winner: none: the data fits in the memory of none of these devices")
         return "\n".join(rows)
 
     def _repr_pretty_(self, printer: object, cycle: bool) -> None:
         printer.text(str(self))  # type: ignore[attr-defined]
 
 
-def decide(*, flops: float, bytes: float, calls: int = 1, host_bytes: float = 0.0,  # noqa: A002
+#: How `decide` counts an accelerator's calls: each device's usual kind (DEFAULT_CALL: a CuPy call on a GPU, a JAX
+#: call on a TPU), or a jitted JAX function's on every device (JAX_CALL).
+CALL_STYLES = ("default", "jax")
+
+
+def decide(*, flops: float, bytes: float, calls: int = 1, kernels: int = 1, host_bytes: float = 0.0,  # noqa: A002
            serial_fraction: float = 0.0, footprint: float = 0.0, dtype: str = "float32", matmul: bool = False,
-           cpu: CPUInfo | Hardware | None = None, devices: tuple[str, ...] = DECIDE_DEVICES,
-           workload: str = "") -> Decision:
+           call: str = "default", cpu: CPUInfo | Hardware | None = None,
+           devices: tuple[str, ...] = DECIDE_DEVICES, workload: str = "") -> Decision:
     """Predict a workload on this CPU and on each of `devices`, name the winner and the term that decided it.
 
     flops, bytes: the whole workload's arithmetic and memory traffic. calls: separate calls it takes (a loop of
-    dependent steps is one call per step). host_bytes: bytes that cross the host link (an accelerator only).
-    serial_fraction: the share of the work that cannot run in parallel: it runs on one core of this CPU whatever
-    the device (Amdahl's law). footprint: bytes the device must hold at once (a device with less memory is out).
+    dependent steps is one call per step), each of `kernels` kernels on a GPU, counted as `call` says
+    (CALL_STYLES). host_bytes: bytes that cross the host link (an accelerator only). serial_fraction: the share
+    of the work (its FLOPs and bytes) that cannot run in parallel: it runs on one core of this CPU whatever the
+    device (Amdahl's law). footprint: bytes the device must hold at once (a device with less memory is out; for
+    this CPU, the memory free now).
     """
     flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
     host_bytes, footprint = _amount("host_bytes", host_bytes), _amount("footprint (bytes)", footprint)
-    calls = positive_int("calls", calls)
+    calls, kernels = positive_int("calls", calls), positive_int("kernels", kernels)
+    call = _choice("call", call, CALL_STYLES)
     if isinstance(serial_fraction, bool) or not finite(serial_fraction) or not 0 <= serial_fraction <= 1:
         raise ValueError(f"serial_fraction must be a number from 0 to 1 (the share of the work that stays serial); "
                          f"got {serial_fraction!r:.40}")
@@ -442,16 +451,15 @@ def decide(*, flops: float, bytes: float, calls: int = 1, host_bytes: float = 0.
     host = cpu.cpu if isinstance(cpu, Hardware) else cpu
     if not isinstance(host, CPUInfo):
         raise TypeError(f"cpu must be a CPUInfo or Hardware (h.hardware()); got {type(cpu).__name__}")
-    one_core = roofs(host)
-    core_flops = one_core.roof(dtype).flops / max(1, int(host.cores.value))
-    serial = max(serial_fraction * flops / core_flops, serial_fraction * nbytes / one_core.bandwidth)
-    work_flops, work_bytes = (1 - serial_fraction) * flops, (1 - serial_fraction) * nbytes
-    estimates = [_estimate(host, f"this CPU ({host.model})", work_flops, work_bytes, calls, 0.0, serial, dtype,
-                           matmul, footprint)]
+    host_roofs = roofs(host)  # its bandwidth roof is a one-thread copy (helpers.cpu): one core's, as wanted here
+    core_flops = host_roofs.roof(dtype).flops / max(1, int(host.cores.value))
+    serial = max(serial_fraction * flops / core_flops, serial_fraction * nbytes / host_roofs.bandwidth)
+    work = dict(flops=(1 - serial_fraction) * flops, nbytes=(1 - serial_fraction) * nbytes, calls=calls,
+                kernels=kernels, serial=serial, dtype=dtype, matmul=matmul, footprint=footprint, call=call)
+    estimates = [_estimate(host, f"this CPU ({host.model})", host_bytes=0.0, **work)]
     for name in devices:
         spec = published_spec(name)
-        estimates.append(_estimate(spec, spec.name, work_flops, work_bytes, calls, host_bytes, serial, dtype, matmul,
-                                   footprint))
+        estimates.append(_estimate(spec, spec.name, host_bytes=host_bytes, **work))
     return Decision(str(workload), tuple(estimates))
 
 
@@ -470,16 +478,20 @@ def host_call_seconds() -> float:
     return best
 
 
-def _estimate(device: Device, name: str, flops: float, nbytes: float, calls: int, host_bytes: float,
-              serial: float, dtype: str, matmul: bool, footprint: float) -> Estimate:
+def _estimate(device: Device, name: str, *, flops: float, nbytes: float, calls: int, kernels: int,
+              host_bytes: float, serial: float, dtype: str, matmul: bool, footprint: float, call: str) -> Estimate:
     r = roofs(device)
     compute = flops / (r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0))
     memory = nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
-    fixed = host_call_seconds() if r.kind == "cpu" else (OVERHEADS[DEFAULT_CALL.get(r.kind, "none")].value
-                                                         + _constant(KERNEL_FLOOR, r.kind, 0.0))
+    kind_of_call = (JAX_CALL if call == "jax" else DEFAULT_CALL).get(r.kind, "none")
+    fixed = host_call_seconds() if r.kind == "cpu" else (OVERHEADS[kind_of_call].value
+                                                         + kernels * _constant(KERNEL_FLOOR, r.kind, 0.0))
     link = host_bytes / host_link(device)[0] if host_bytes and r.kind != "cpu" else 0.0
     terms = {"compute": compute, "memory": memory, "calls": calls * fixed, "host link": link, "serial": serial}
-    capacity = getattr(device, "memory_bytes", None)
+    if r.kind == "cpu":
+        capacity, holds = available_memory(), "has free"
+    else:
+        capacity, holds = getattr(device, "memory_bytes", None), "holds"
     if capacity and footprint > capacity:
-        return Estimate(name, terms, False, f"needs {footprint / 1e9:,.0f} GB, holds {capacity / 1e9:,.0f} GB")
+        return Estimate(name, terms, False, f"needs {footprint / 1e9:,.0f} GB, {holds} {capacity / 1e9:,.0f} GB")
     return Estimate(name, terms)

@@ -25,7 +25,8 @@ CHAPTER = Path(__file__).resolve().parents[1] / "notebooks" / "06_when_to_use_wh
 def test_a_loop_is_one_call_per_step_and_a_tree_is_log_n_levels_of_all_the_work():
     loop, scan, tree = (choosing.recurrence_work(1024, m) for m in choosing.RECURRENCE_METHODS)
     assert (loop.calls, loop.kernels) == (1024, 1) and (scan.calls, scan.kernels) == (1, 1024)
-    assert tree.calls == 1 and tree.kernels == 20 and tree.flops == 3 * 1024 * 20  # 2 log2(1024) levels
+    assert tree.calls == 1 and tree.kernels == 20  # 2 log2(1024) rounds
+    assert tree.flops == 3 * 2 * 1024  # about 2n combines in all: work-efficient, O(n)
     assert loop.flops == scan.flops == 2 * 1024
 
 
@@ -103,17 +104,17 @@ def test_dollars_read_as_people_write_them(amount, shown):
 
 
 def test_the_winner_quiz_is_judged_by_the_model():
-    right = {name: ("CPU" if d.winner.device.startswith("this CPU") else d.winner.device) for name, d in
-             ((name, roofline.decide(**work)) for name, work in choosing.WINNER_QUIZ.items())}
-    assert right == {"matmul 4096": "TPU v5e", "tiny adds, 10,000 calls": "CPU",
-                     "sum of a billion, on the device": "NVIDIA H100 SXM"}
+    right = {"big bf16 matrix products": "NVIDIA H100 SXM", "1,000 tiny adds, one after another": "CPU",
+             "sum of 10 billion floats in device memory": "NVIDIA H100 SXM"}
     assert choosing.wrong_winners(right) is None
-    wrong = choosing.wrong_winners({**right, "matmul 4096": "CPU"})
-    assert wrong == "matmul 4096: the model says TPU v5e (decided by compute)"
-    assert "each answer is one of 'CPU'" in choosing.wrong_winners({**right, "matmul 4096": "GPU"})
+    wrong = choosing.wrong_winners({**right, "big bf16 matrix products": "TPU v5e"})
+    assert wrong == "big bf16 matrix products: the model says NVIDIA H100 SXM (decided by compute)"
+    assert "each answer is one of 'CPU'" in choosing.wrong_winners({**right, "big bf16 matrix products": "GPU"})
     assert "expected a dict with the keys" in choosing.wrong_winners(["TPU v5e"])
     with pytest.raises(NotImplementedError):
-        choosing.wrong_winners({**right, "matmul 4096": ...})
+        choosing.wrong_winners({**right, "big bf16 matrix products": ...})
+    sum_big = roofline.decide(**choosing.WINNER_QUIZ["sum of 10 billion floats in device memory"])
+    assert [e.fits for e in sum_big.estimates[1:]] == [False, True, False]  # 40 GB: only the H100's 80 GB hold it
 
 
 # ---------------------------------------------------------------- the chapter's TensorFlow cell
