@@ -1,4 +1,4 @@
-"""Command line of the series: `python -m helpers bench | hardware | backends | notebooks ...`.
+"""Command line of the series: `python -m helpers bench | hardware | backends | classroom | notebooks ...`.
 
 Installed as `loops-to-tpus` too. A mistake on the command line gets one line on stderr (what was wrong and
 what is accepted) and exit code 2: no usage dump, no traceback. bench checks before it runs what it can (output
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 #: How the user called us, for error messages: `python -m helpers` or the `loops-to-tpus` console script.
 PROG = "python -m helpers" if sys.argv and sys.argv[0].endswith("__main__.py") else "loops-to-tpus"
-COMMANDS = ("bench", "hardware", "backends", "notebooks")
+COMMANDS = ("bench", "hardware", "backends", "classroom", "notebooks")
 
 
 class Parser(argparse.ArgumentParser):
@@ -127,13 +127,71 @@ def build_parser() -> Parser:
     bench.add_argument("--json", type=_output_path, metavar="PATH", help="also write the hardware and results as JSON")
     bench.add_argument("--html", type=_output_path, metavar="PATH",
                        help="also write a self-contained HTML report (works offline)")
+    bench.add_argument("--name", type=_machine_name, metavar="NAME",
+                       help="this machine's name in the --json file (classroom merge shows it)")
     bench.set_defaults(parser=bench)
     for name, text in (("hardware", "what this machine has, with peak FLOP/s and their sources"),
                        ("backends", "which of numpy, jax and cupy can run here, and why not")):
         command = sub.add_parser(name, help=text, description=text)
         command.set_defaults(parser=command)
+    classroom = sub.add_parser("classroom", help="for a class: learner copies of the chapters, every machine's "
+                                                "bench results in one page",
+                               description="Tools for teaching with the series (docs/teaching.md).")
+    what = classroom.add_subparsers(dest="classroom", metavar="copies|merge")
+    copies = what.add_parser("copies", help="write every chapter as a hand-out, its predictions' answers cleared",
+                             description="Write every chapter into DIR with the outputs after each prediction "
+                                         "prompt, and of every measurement, cleared; plus a zip of them.")
+    copies.add_argument("dir", metavar="DIR", help="the folder to write (created if missing)")
+    copies.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
+    copies.set_defaults(parser=copies)
+    merge = what.add_parser("merge", help="put the bench --json files of a class in one offline page",
+                            description="Read the files `python -m helpers bench --json` wrote on each machine and "
+                                        "write one self-contained page: a table, GFLOP/s by machine and backend, "
+                                        "and each machine under its own roofs. Unusable files are named and skipped.")
+    merge.add_argument("files", metavar="FILE", nargs="+", help="bench --json files, one per machine")
+    merge.add_argument("--html", type=_output_path, metavar="PATH", required=True, help="the page to write")
+    merge.set_defaults(parser=merge)
+    classroom.set_defaults(parser=classroom)
     sub.add_parser("notebooks", help="keep the notebooks in shape: sync | check | execute (see notebooks --help)")
     return parser
+
+
+def _machine_name(text: str) -> str:
+    name = " ".join(text.split())
+    if not name or len(name) > 80:
+        raise argparse.ArgumentTypeError(f"{text!r:.90} is not a name of 1 to 80 characters")
+    return name
+
+
+def _classroom(args: argparse.Namespace) -> int:
+    """copies DIR [--force] | merge FILE... --html PATH: one line and exit 2 for what cannot be done."""
+    from . import classroom
+
+    prog = args.parser.prog
+    if args.classroom is None:
+        args.parser.error("choose copies or merge (--help explains them)")
+    if args.classroom == "copies":
+        try:
+            written = classroom.write_copies(args.dir, force=args.force)
+        except classroom.ClassroomError as exc:
+            args.parser.error(str(exc))
+        except OSError as exc:
+            args.parser.error(f"cannot write into {args.dir!r}: {exc.strerror or exc}")
+        print(f"wrote {len(written) - 1} learner copies and {written[-1]} ({written[-1].stat().st_size:,} bytes)")
+        return 0
+    machines, skipped = classroom.read_machines(args.files)
+    for line in skipped:
+        print(f"{prog}: {line}", file=sys.stderr)
+    if not machines:
+        args.parser.error("none of the files is a bench --json file; nothing to show")
+    try:
+        with open(args.html, "w", encoding="utf-8") as f:
+            f.write(classroom.class_page(machines))
+    except OSError as exc:
+        print(f"{prog}: error: cannot write {args.html!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.html}: {len(machines)} machine(s)" + (f", {len(skipped)} file(s) skipped" if skipped else ""))
+    return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -163,7 +221,8 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     print(report)
-    for path, content in ((args.json, lambda: json.dumps(report.as_json(), indent=2)),
+    named = {"name": args.name} if args.name else {}
+    for path, content in ((args.json, lambda: json.dumps({**named, **report.as_json()}, indent=2)),
                           (args.html, report.to_html)):
         if path:
             try:
@@ -218,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.parser.reject_extra(extra)
         if args.command == "bench":
             return _bench(args)
+        if args.command == "classroom":
+            return _classroom(args)
     except SystemExit as exc:  # argparse has printed the help or the one-line error
         return exc.code if isinstance(exc.code, int) else 1
     except KeyboardInterrupt:

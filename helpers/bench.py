@@ -270,7 +270,8 @@ class Report:
             marker_color=[colour(r.backend) for r in self.results], textposition="outside", cliponaxis=False,
             text=[_num(v) + ("x" if with_loops else "") for v in values]))
         fig.update_layout(template=TEMPLATE, title=f"{what[0].upper()}{what[1:]} ({self.dtype})",
-                          xaxis={"type": "log", "title": f"{what} (log scale)"}, yaxis={"autorange": "reversed"},
+                          xaxis={"type": "log", "title": f"{what} (log scale)"},
+                          yaxis={"autorange": "reversed", "automargin": True},  # room for the whole labels
                           height=160 + 40 * len(self.results), margin={"r": 80})
         return fig
 

@@ -109,9 +109,10 @@ def speedup_bars(timings: Timings, horizontal: bool = True, title: str | None = 
     fig.add_trace(bar)
     lo, hi = _log_range([*speedups, 1.0], pad=0)
     # Bars on a log axis start at the axis edge: start it half a decade below the slowest, so the baseline
-    # (1x) still shows as a bar, and leave room on the right for the text outside the bars.
+    # (1x) still shows as a bar, and leave room on the right for the text outside the bars. Ticks at whole
+    # decades only (0.1x, 1x, 10x, ...): the room for the text is not a scale the bars reach.
     value_axis = dict(type="log", title=dict(text=f"speed-up over {base_label} (log scale)"),
-                      range=[lo - 0.5, hi + 0.9])
+                      range=[lo - 0.5, hi + 0.9], dtick=1, tickformat="~g", ticksuffix="x")
     label_axis = dict(type="category", title=None, showgrid=False, automargin=True)  # room for long labels
     if horizontal:
         fig.update_layout(xaxis=value_axis, yaxis=dict(label_axis, autorange="reversed"))
@@ -183,6 +184,11 @@ def _series_points(label: str, data: Any) -> tuple[np.ndarray, np.ndarray, list[
     return sizes[order], seconds[order], [timings[i] for i in order] if timings is not None else None
 
 
+#: How series of one colour (one backend: float32 and float64, say) are told apart: marker, then line dash.
+SERIES_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross")
+SERIES_DASHES = ("solid", "dot", "dash", "dashdot", "longdash")
+
+
 def scaling(
     series: Mapping[str, Any],
     slopes: Sequence[float] = (1, 2, 3),
@@ -202,8 +208,10 @@ def scaling(
     if anchor is not None and anchor not in points:
         raise ValueError(f"anchor {anchor!r} is not a series; series: {', '.join(points)}")
     fig = figure(title or "Time against problem size (log-log)")
+    shared: dict[str, int] = {}  # series already drawn in each colour: the next one gets another marker and dash
     for label, (sizes, seconds, timings) in points.items():
         backend = timings[0].backend if timings else label
+        nth = shared[colour(backend)] = shared.get(colour(backend), -1) + 1
         error_y = None
         custom = [[format_seconds(s), ""] for s in seconds]
         if timings:
@@ -216,7 +224,8 @@ def scaling(
                       for t in timings]
         fig.add_trace(go.Scatter(
             x=sizes, y=seconds, mode="lines+markers", name=label, error_y=error_y, customdata=custom,
-            line=dict(color=colour(backend), width=2), marker=dict(size=8, color=colour(backend)),
+            line=dict(color=colour(backend), width=2, dash=SERIES_DASHES[nth % len(SERIES_DASHES)]),
+            marker=dict(size=8, color=colour(backend), symbol=SERIES_SYMBOLS[nth % len(SERIES_SYMBOLS)]),
             hovertemplate=f"<b>{escape(label)}</b><br>n = %{{x:,}}<br>median %{{customdata[0]}}%{{customdata[1]}}"
                           "<extra></extra>",
         ))

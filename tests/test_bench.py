@@ -83,6 +83,10 @@ def test_fractions_of_peak_are_fractions(run: dict) -> None:
     assert "WARNING" not in run["stdout"]
 
 
+def test_bench_figure_leaves_room_for_its_whole_labels(run: dict) -> None:
+    assert '"automargin":true' in run["html"].replace(" ", "")
+
+
 def test_html_report_is_self_contained(run: dict) -> None:
     html = run["html"]
     assert "plotly.js v" in html and "Plotly.newPlot" in html  # the library itself is inlined

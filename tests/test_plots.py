@@ -129,6 +129,13 @@ def test_speedup_bars_values_are_baseline_over_each_median():
     assert list(vertical.data[0].y) == pytest.approx([1.0, 2000.0]) and vertical.layout.yaxis.type == "log"
 
 
+def test_speedup_bars_tick_whole_decades_only_so_the_room_for_text_is_no_scale():
+    slower = plots.speedup_bars([timing("numpy", "numpy", 1e-3), timing("jax", "jax", 3e-3)])
+    axis = slower.layout.xaxis
+    assert axis.dtick == 1 and axis.ticksuffix == "x"  # 0.1x, 1x: no 2..9 minor labels, no tick past the bars
+    assert axis.range[0] < math.log10(1 / 3) and axis.range[1] > 0
+
+
 def test_speedup_bars_rejects_empty_and_foreign_input():
     with pytest.raises(ValueError):
         plots.speedup_bars([])
@@ -170,6 +177,16 @@ def test_scaling_reference_slopes_go_through_the_anchor():
     assert trace(fig, "∝ n (reference)").x[0] == 16 and trace(fig, "∝ n³ (reference)").x[0] > 16
     assert trace(fig, "numpy").line.color == style.BACKEND_COLOURS["numpy"]
     assert trace(fig, "loops").line.color == style.BACKEND_COLOURS["python"]
+
+
+def test_series_of_one_backend_get_their_own_marker_and_dash():
+    sizes = [64, 128]
+    fig = plots.scaling({"numpy, float32": [timing("numpy", "numpy", 1e-6 * n, n=n) for n in sizes],
+                         "numpy, float64": [timing("numpy", "numpy", 2e-6 * n, n=n) for n in sizes],
+                         "jax, float32": [timing("jax", "jax", 1e-6 * n, n=n) for n in sizes]}, slopes=())
+    f32, f64, jax = (trace(fig, name) for name in ("numpy, float32", "numpy, float64", "jax, float32"))
+    assert f32.line.color == f64.line.color and (f32.marker.symbol, f32.line.dash) != (f64.marker.symbol, f64.line.dash)
+    assert jax.marker.symbol == f32.marker.symbol  # another colour: the first marker again
 
 
 def test_scaling_errors():

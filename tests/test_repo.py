@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 CI_SCRIPT = ROOT / ".ci" / "run"
 BINDER = ROOT / "binder"
+SETUP_HEADING = "Set up"
 OPEN_HEADING = "Open the series"
 TEST_HEADING = "Run all the tests"
 MAP_START, MAP_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
@@ -74,15 +75,18 @@ def extra_requirements(extra: str, data: dict) -> Iterator[Requirement]:
             yield req
 
 
-def test_readme_has_the_two_setup_commands() -> None:
+def test_readme_has_the_set_up_open_and_test_commands() -> None:
     text = readme()
     bash_blocks = [line for line in text.splitlines() if line.strip().startswith("```bash")]
-    assert len(bash_blocks) == 2, "README's ```bash blocks are only the two set-up commands; use ```shell elsewhere"
-    open_cmd, test_cmd = command_under(OPEN_HEADING, text), command_under(TEST_HEADING, text)
-    for cmd in (open_cmd, test_cmd):
-        assert cmd.startswith("python3 -m venv .venv && "), f"each command makes its own environment: {cmd}"
-    assert '".[lab]"' in open_cmd and "jupyter lab" in open_cmd
-    assert f"notebooks/{project.CHAPTERS[0].file}" in open_cmd, "the open command opens the first chapter"
+    assert len(bash_blocks) == 3, "README's ```bash blocks are only set up, open and test; use ```shell elsewhere"
+    setup_cmd, open_cmd = command_under(SETUP_HEADING, text), command_under(OPEN_HEADING, text)
+    test_cmd = command_under(TEST_HEADING, text)
+    for cmd in (setup_cmd, test_cmd):
+        assert cmd.startswith("python3 -m venv .venv && "), f"it makes its own environment: {cmd}"
+    assert '".[lab]"' in setup_cmd and "jupyter" not in setup_cmd
+    assert "pip install" not in open_cmd and "-m venv" not in open_cmd, "opening the series installs nothing again"
+    assert "jupyter lab --ServerApp.root_dir=. " in open_cmd, "the repository is JupyterLab's root"
+    assert open_cmd.endswith(f"notebooks/{project.CHAPTERS[0].file}"), "the open command opens the first chapter"
     assert '".[dev]"' in test_cmd and test_cmd.endswith("-m pytest")
 
 
@@ -162,3 +166,13 @@ def test_kernel_sources_ship_with_the_package() -> None:
     assert kernels, "chapter 03's kernels live in helpers/kernels/*.cu"
     missing = [p.name for p in kernels if not any(p.relative_to(ROOT / "helpers").match(g) for g in globs)]
     assert not missing, f"not in [tool.setuptools.package-data] helpers: {missing}"
+
+
+def test_the_teacher_guide_covers_every_chapter_and_is_linked() -> None:
+    guide = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    for chapter in project.CHAPTERS:
+        assert f"## Chapter {chapter.file[:2]} · {chapter.title}" in guide, chapter.file
+    for heading in ("## A 50-minute class", "## A 90-minute class", "## Class results", "## Learner copies"):
+        assert heading in guide
+    assert "python -m helpers classroom merge" in guide and "python -m helpers classroom copies" in guide
+    assert "(docs/teaching.md)" in readme()
