@@ -205,9 +205,13 @@ def sync_each(tree: Any, names: Iterable[str]) -> None:
 def detect(*args: Any) -> str:
     """The single backend the arrays in `args` (searched through lists, tuples and dicts) belong to.
 
-    'python' when there are no arrays; a ValueError when arrays of two backends are mixed.
+    'python' when there are no arrays; a ValueError when arrays of two backends are mixed. A NumPy scalar
+    (np.float32(2.0), as a kernel's C parameter wants) goes with arrays of any backend: CuPy and JAX take them.
     """
-    found = {b for b in map(backend_of, leaves(args)) if b is not None}
+    items = list(leaves(args))
+    found = {b for b in map(backend_of, (x for x in items if not isinstance(x, np.generic))) if b is not None}
+    if not found and any(isinstance(x, np.generic) for x in items):
+        found = {"numpy"}
     if len(found) > 1:
         raise ValueError(f"arguments mix arrays of {' and '.join(sorted(found))}; move them to one backend "
                          "with helpers.to_backend(x, name)")

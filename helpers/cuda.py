@@ -230,8 +230,10 @@ class Elementwise:
         def text(params: Any) -> str:
             if isinstance(params, str):
                 return params
-            return ", ".join(f"{'raw ' if p.raw else ''}{p.dtype if p.dtype is not None else p.ctype} {p.name}"
-                             for p in params)  # CuPy's ParameterInfo: name, dtype (None for a placeholder), ctype
+            # CuPy's ParameterInfo: name, raw, dtype (None for a type placeholder, whose name is then ctype; a
+            # NumPy type such as numpy.float32 before CuPy 14.1, an np.dtype from then on)
+            return ", ".join(f"{'raw ' if p.raw else ''}{np.dtype(p.dtype).name if p.dtype is not None else p.ctype} "
+                             f"{p.name}" for p in params)
         return cls(text(kernel.in_params), text(kernel.out_params), kernel.operation, kernel.name,
                    getattr(kernel, "preamble", "") or "")
 

@@ -124,7 +124,11 @@ def page(rows: list[dict[str, Any]] | None = None) -> str:
         if why:
             out.append(f"| {_cell(r['device'])} | {_cell(r['operation'])}: {_cell(r['library'])} | "
                        f"{_cell(r['measured'])} {_cell(r['unit'])} | {_cell(why)} | <{r['url']}> |")
-    out += ["", "## The model's constants", "", "| constant | value | what | source |", "|---|---|---|---|"]
+    out += ["", "## Measured by this series on a GPU or a TPU", "",
+            "None yet: no run of the GPU suite (`python -m pytest -m gpu`, see README) or of chapters 03 to 05 on a "
+            "GPU or a TPU has been recorded. When one is, its device, package versions and numbers go here, beside "
+            "the model's predictions for the same work.",
+            "", "## The model's constants", "", "| constant | value | what | source |", "|---|---|---|---|"]
     for name, table in (("OVERHEADS", roofline.OVERHEADS), ("KERNEL_FLOOR", roofline.KERNEL_FLOOR),
                         ("MATMUL_EFFICIENCY", roofline.MATMUL_EFFICIENCY),
                         ("MEMORY_EFFICIENCY", roofline.MEMORY_EFFICIENCY)):

@@ -179,6 +179,8 @@ def test_detect_searches_containers():
     assert detect([1.0, 2.0], 3) == "python"
     assert detect(np.ones(2), 2.0) == "numpy"
     assert detect({"w": [jnp.ones(2), (jnp.zeros(1),)]}) == "jax"
+    assert detect(np.float32(2.0), jnp.ones(2), np.float32(3.0)) == "jax"  # a kernel's scalars go with any arrays
+    assert detect(np.float32(2.0)) == "numpy"
     with pytest.raises(ValueError, match="mix arrays of jax and numpy.*to_backend"):
         detect([np.ones(2)], {"b": jnp.ones(2)})
 

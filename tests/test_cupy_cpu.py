@@ -155,11 +155,14 @@ def test_an_elementwise_kernel_reads_back_as_its_parts_whoever_made_it():
         def __init__(self, name, dtype, ctype, raw=False):
             self.name, self.dtype, self.ctype, self.raw = name, dtype, ctype, raw
 
-    class RealKernel:  # what cupy.ElementwiseKernel keeps: parsed parameters
+    class RealKernel:  # what cupy.ElementwiseKernel keeps: parsed parameters (CuPy 14.1 and later: np.dtype)
         in_params = (Info("a", np.dtype("float32"), "float"), Info("x", None, "T", raw=True))
         out_params = (Info("z", None, "T"),)
         operation, name, preamble = "z = a * x[i]", "scaled", "// p"
 
-    assert cuda.Elementwise.of(RealKernel()) == cuda.Elementwise.of(front)
+    class OlderKernel(RealKernel):  # CuPy 13.x and 14.0: the dtype is NumPy's scalar type, numpy.float32
+        in_params = (Info("a", np.float32, "float"), Info("x", None, "T", raw=True))
+
+    assert cuda.Elementwise.of(RealKernel()) == cuda.Elementwise.of(front) == cuda.Elementwise.of(OlderKernel())
     with pytest.raises(TypeError, match="expected an ElementwiseKernel"):
         cuda.Elementwise.of("y = x")

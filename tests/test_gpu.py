@@ -1,4 +1,4 @@
-"""The GPU suite: real CuPy (and JAX on the GPU) against NumPy, the exercise checks, chapters 03 and 05 with
+"""The GPU suite: real CuPy (and JAX on the GPU) against NumPy, the exercise checks, chapters 03, 05 and 06 with
 their solutions, and the measurements against their roofs and predictions.
 
     python -m pytest -m gpu          # on a machine with an NVIDIA GPU (Colab: a T4 runtime)
@@ -78,7 +78,7 @@ def test_the_exercise_solutions_pass_and_planted_wrong_kernels_fail_on_the_gpu(c
     assert not any(planted) and all(v.attempted for v in planted)
 
 
-@pytest.mark.parametrize("chapter", ["03_gpu_cupy.ipynb", "05_training.ipynb"])
+@pytest.mark.parametrize("chapter", ["03_gpu_cupy.ipynb", "05_training.ipynb", "06_when_to_use_which.ipynb"])
 def test_the_gpu_chapters_run_to_the_end_with_their_solutions(chapter):
     run_with_solutions(chapter)
 
