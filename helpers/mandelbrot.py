@@ -113,8 +113,9 @@ def figure(counts: Any, title: str = "Mandelbrot set: escape steps per pixel") -
 
     counts = to_numpy(counts)
     height, width = counts.shape
-    fig = go.Figure(go.Heatmap(z=np.log1p(counts), colorscale="Magma", showscale=False,
-                               customdata=counts,
+    small = np.uint8 if counts.max(initial=0) <= 255 else np.uint16  # stored in the notebook: keep it small
+    fig = go.Figure(go.Heatmap(z=np.log1p(counts).astype(np.float32), colorscale="Magma", showscale=False,
+                               customdata=counts.astype(small),
                                hovertemplate="pixel (%{x}, %{y}): %{customdata} steps<extra></extra>"))
     fig.update_layout(template=TEMPLATE, title=title, height=min(520, 120 + 400 * height // width),
                       xaxis=dict(title=f"{width} pixels", showgrid=False, showticklabels=False),

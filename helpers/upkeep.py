@@ -2,7 +2,8 @@
 
     python -m helpers notebooks sync [NOTEBOOK ...]     # write header, Colab set-up cell, metadata, README map
     python -m helpers notebooks check                   # one line per thing out of step; exit 1 if any
-    python -m helpers notebooks execute [NOTEBOOK ...]  # sync, run top to bottom here, store the outputs
+    python -m helpers notebooks execute [NOTEBOOK ...]  # sync, run top to bottom here, store the outputs (with a
+                                                        # PNG beside every figure: needs kaleido and Chromium)
 
 Cell 0 (tagged `header`) and cell 1 (tagged `setup`) and the notebook metadata belong to this module; every other
 cell is the author's and is kept as it is, outputs included, less volatile metadata (execution timings). Needs the
@@ -11,14 +12,16 @@ cell is the author's and is kept as it is, outputs included, less volatile metad
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from ipykernel.kernelspec import RESOURCES, get_kernel_dict
@@ -30,6 +33,7 @@ from nbclient.util import run_sync
 from nbformat import NotebookNode
 
 from . import project
+from .widgets import SNAPSHOT, STATIC_ENV
 
 #: The repository root; main() works on the notebooks and README.md under it.
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,9 +323,80 @@ def run_notebook(nb: NotebookNode, cwd: Path, timeout: int = CELL_TIMEOUT,
             run_sync(km.shutdown_kernel)(now=True)
 
 
+PLOTLY = "application/vnd.plotly.v1+json"
+#: The size of every static image, in CSS pixels (a figure's own where it sets one), and its pixels per CSS pixel.
+STATIC_WIDTH, STATIC_HEIGHT, STATIC_SCALE = 900, 460, 1
+
+
+class StaticImagesUnavailable(RuntimeError):
+    """kaleido or a Chromium to drive cannot make the static images here."""
+
+
+def kaleido_png(figure: dict[str, Any]) -> bytes:
+    """A plotly figure (its JSON) as a PNG, drawn by kaleido in a headless Chromium (the system's: Debian's
+    `chromium` package, or Chrome). Only maintainers need this: learners' installs get the stored images."""
+    try:
+        import kaleido  # noqa: F401 - plotly.io draws through it
+        import plotly.io as pio
+    except ImportError as exc:
+        raise StaticImagesUnavailable(f"static images need kaleido ({exc.name} is missing): pip install -e "
+                                      "'.[dev]'") from None
+    layout = figure.get("layout", {})
+    width, height = layout.get("width") or STATIC_WIDTH, layout.get("height") or STATIC_HEIGHT
+    _DRAWING.setdefault("stop", _start_drawing())
+    try:
+        return pio.to_image(figure, format="png", width=width, height=height, scale=STATIC_SCALE)
+    except Exception as exc:  # noqa: BLE001 - kaleido's errors for a missing browser vary by version
+        raise StaticImagesUnavailable(f"kaleido could not draw a figure ({type(exc).__name__}: {exc}); it drives "
+                                      "Chromium: apt-get install chromium, or set BROWSER_PATH") from None
+
+
+def add_static_images(nb: NotebookNode, render: Callable[[dict[str, Any]], bytes] = kaleido_png) -> int:
+    """Give every stored plotly figure of `nb` a PNG beside its interactive data, so GitHub, nbviewer and
+    nbconvert show it, and JupyterLab's plotly extension finds nothing to add when the file is opened; and turn
+    an explorer's snapshot (helpers.widgets.SNAPSHOT) into a static picture with the line saying how to use it.
+    Returns how many images it added (figures that have one are left alone)."""
+    added = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if PLOTLY in data and "image/png" not in data:
+                data["image/png"] = base64.b64encode(render(data[PLOTLY])).decode("ascii")
+                added += 1
+            snapshot = data.pop(SNAPSHOT, None)
+            if snapshot is not None:
+                images = [base64.b64encode(render(fig)).decode("ascii") for fig in snapshot["figures"]]
+                data["text/html"] = (f"<p><em>A snapshot: {snapshot['text']}.</em></p>" + "".join(
+                    f'<img alt="explorer figure" src="data:image/png;base64,{png}"/>' for png in images))
+                added += len(images)
+    return added
+
+
+#: kaleido's browser, started at the first figure of an `execute` run and stopped at its end.
+_DRAWING: dict[str, Callable[[], None]] = {}
+
+
+def _start_drawing() -> Callable[[], None]:
+    """Start kaleido's browser once for all the figures of a run (a fresh one per figure takes seconds)."""
+    try:
+        import kaleido
+
+        kaleido.start_sync_server(silence_warnings=True)
+        return kaleido.stop_sync_server
+    except Exception:  # noqa: BLE001 - older kaleido, or none: each figure then starts its own (or says why not)
+        return lambda: None
+
+
 def execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
     """Sync, then re-execute `chapters` in order and store their outputs; a failing notebook is left unchanged."""
     ok = _sync_readme(root)[0]
+    try:
+        return _execute(chapters, root, ok)
+    finally:
+        _DRAWING.pop("stop", lambda: None)()
+
+
+def _execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path, ok: bool) -> int:
     for number, chapter in chapters:
         path = root / "notebooks" / chapter.file
         if not path.exists():
@@ -330,13 +405,19 @@ def execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
             continue
         start = time.perf_counter()
         try:
-            done = run_notebook(synced(_read(path)[1], number, chapter), root / "notebooks")
+            done = run_notebook(synced(_read(path)[1], number, chapter), root / "notebooks",
+                                kernel=kernel_spec(sys.executable, env={STATIC_ENV: "1"}))
         except (CellFailed, ValueError) as exc:  # ValueError: the file is not a notebook
             print(f"notebooks/{chapter.file}: {exc}; file left unchanged")
             ok = False
             continue
+        try:
+            images = add_static_images(done)
+        except StaticImagesUnavailable as exc:
+            print(f"notebooks/{chapter.file}: {exc}; file left unchanged")
+            return 1
         path.write_text(dumps(synced(done, number, chapter)), encoding="utf-8")
-        print(f"notebooks/{chapter.file}: executed in {time.perf_counter() - start:.1f} s")
+        print(f"notebooks/{chapter.file}: executed in {time.perf_counter() - start:.1f} s, {images} static images")
     return 0 if ok else 1
 
 

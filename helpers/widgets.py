@@ -7,6 +7,8 @@ The figures go into an ipywidgets.Output, so any front end that shows plotly fig
 
 from __future__ import annotations
 
+import json
+import os
 import warnings
 from collections.abc import Iterable
 from html import escape
@@ -33,6 +35,11 @@ LOOPS_PROBE_N: dict[str, int] = {"matmul": 32, "axpby": 20_000}
 #: The time ∝ n^k guide drawn in the running chart: what the operation's FLOP count grows as.
 SLOPES: dict[str, tuple[int, ...]] = {"matmul": (3,), "axpby": (1,)}
 LOOPS_LABEL = "python (loops)"
+#: Set (to 1) in the kernels that store the notebooks' outputs: an explorer then also hands over its first
+#: figures (under SNAPSHOT), which the upkeep turns into the static picture a stored notebook shows.
+STATIC_ENV = "LOOPS_TO_TPUS_STATIC"
+SNAPSHOT = "application/vnd.loops-to-tpus.snapshot+json"
+RUN_TO_USE = "run this cell to use the controls"
 
 
 def _display_data(fig: Any) -> dict[str, Any]:
@@ -98,7 +105,14 @@ class Explorer(widgets.VBox):
         # widgets cannot (a static render on GitHub).
         sizes = [v for _, v in self.size_slider.options]
         return (f"<explorer: {self.op}, n {sizes[0]:,} to {sizes[-1]:,}, {'/'.join(self.dtype_toggle.options)}, "
-                f"{'/'.join(self.backend_boxes)}>")
+                f"{'/'.join(self.backend_boxes)}: {RUN_TO_USE}>")
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget, and, where the stored outputs are made (STATIC_ENV), its figures for a static snapshot."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if os.environ.get(STATIC_ENV) and isinstance(bundle, dict) and self.figures:
+            bundle[SNAPSHOT] = {"text": RUN_TO_USE, "figures": [json.loads(f.to_json()) for f in self.figures]}
+        return bundle
 
     # -- measuring ---------------------------------------------------------------------------------------------
 
@@ -213,4 +227,4 @@ def explorer(
     return Explorer(op, chosen, stops, dtype_list, float(budget), int(size))
 
 
-__all__ = ["DEFAULT_SIZES", "LOOPS_MAX_N", "Explorer", "explorer"]
+__all__ = ["DEFAULT_SIZES", "LOOPS_MAX_N", "RUN_TO_USE", "SNAPSHOT", "STATIC_ENV", "Explorer", "explorer"]

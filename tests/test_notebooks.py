@@ -474,3 +474,46 @@ def test_chapter_03_runs_to_the_end_without_nvrtc_and_says_so_once() -> None:
     assert text.count("To get it: pip install nvidia-cuda-nvrtc") == 1, "say once why, and how to get NVRTC"
     assert "- not compiled here (NVRTC is missing): axpby_fused, vector_add.cu, matmul.cu" in text
     assert "compiled by NVRTC" not in text
+
+
+# ---------------------------------------------------------------- reading without running: static images
+
+#: The most a stored notebook may weigh: it is read on GitHub and downloaded by every learner.
+MAX_NOTEBOOK_BYTES = 1_500_000
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_every_stored_figure_has_a_static_image_and_the_file_stays_small(file: str) -> None:
+    nb = _stored(file)
+    figures = [(index, output) for index, cell in enumerate(nb.cells) for output in cell.get("outputs", [])
+               if upkeep.PLOTLY in output.get("data", {})]
+    without = [index for index, output in figures if "image/png" not in output["data"]]
+    assert not without, f"figures without a static image in cells {without}: {EXECUTE}"
+    size = (NOTEBOOKS / file).stat().st_size
+    assert size <= MAX_NOTEBOOK_BYTES, f"notebooks/{file} weighs {size:,} bytes, over {MAX_NOTEBOOK_BYTES:,}"
+
+
+def test_static_images_are_added_once_beside_the_interactive_figure() -> None:
+    figure = {"data": [{"type": "bar", "y": [1, 2]}], "layout": {"height": 300}}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("display_data", data={upkeep.PLOTLY: figure})]),
+        nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("display_data", data={
+            upkeep.PLOTLY: figure, "image/png": "c3RvcmVk"})]),
+        nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", name="stdout", text="no figure")]),
+    ])
+    drawn = []
+    assert upkeep.add_static_images(nb, render=lambda fig: drawn.append(fig) or b"PNG") == 1
+    assert drawn == [figure] and nb.cells[0].outputs[0].data["image/png"] == "UE5H"  # base64 of b"PNG"
+    assert nb.cells[1].outputs[0].data["image/png"] == "c3RvcmVk"  # one already there is kept
+    assert upkeep.add_static_images(nb, render=lambda fig: b"again") == 0
+
+
+def test_without_a_browser_the_static_images_say_what_to_install(monkeypatch) -> None:
+    import plotly.io as pio
+
+    def no_browser(*args, **kwargs):
+        raise RuntimeError("Could not find a Chrome executable")
+
+    monkeypatch.setattr(pio, "to_image", no_browser)
+    with pytest.raises(upkeep.StaticImagesUnavailable, match="apt-get install chromium, or set BROWSER_PATH"):
+        upkeep.kaleido_png({"data": [], "layout": {}})

@@ -76,3 +76,23 @@ def test_loops_are_skipped_at_large_sizes_with_an_estimate(monkeypatch):
 def test_bad_arguments_say_what_is_accepted(kwargs, match):
     with pytest.raises(ValueError, match=match):
         widgets.explorer(**kwargs)
+
+
+def test_a_stored_explorer_gets_a_static_snapshot_and_says_how_to_use_it(monkeypatch):
+    from helpers import upkeep
+
+    ex = widgets.explorer("matmul", backends=("numpy",), size=8, **TINY)
+    assert repr(ex).endswith(f": {widgets.RUN_TO_USE}>")
+    monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
+    assert widgets.SNAPSHOT not in ex._repr_mimebundle_()  # a learner's kernel sends the widget alone
+    monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    bundle = ex._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle and len(bundle[widgets.SNAPSHOT]["figures"]) == 2
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[
+        nbformat.v4.new_output("display_data", data=bundle)])])
+    assert upkeep.add_static_images(nb, render=lambda fig: b"PNG") == 2
+    data = nb.cells[0].outputs[0].data
+    assert widgets.SNAPSHOT not in data and data["text/html"].count('src="data:image/png;base64,UE5H"') == 2
+    assert widgets.RUN_TO_USE in data["text/html"] and "application/vnd.jupyter.widget-view+json" in data
