@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 #: How the user called us, for error messages: `python -m helpers` or the `loops-to-tpus` console script.
 PROG = "python -m helpers" if sys.argv and sys.argv[0].endswith("__main__.py") else "loops-to-tpus"
-COMMANDS = ("bench", "hardware", "backends", "classroom", "notebooks")
+COMMANDS = ("bench", "hardware", "backends", "classroom", "site", "notebooks")
 
 
 class Parser(argparse.ArgumentParser):
@@ -152,6 +152,16 @@ def build_parser() -> Parser:
     merge.add_argument("--html", type=_output_path, metavar="PATH", required=True, help="the page to write")
     merge.set_defaults(parser=merge)
     classroom.set_defaults(parser=classroom)
+    site = sub.add_parser("site", help="build the series as an offline HTML book: site build DIR",
+                          description="Tools for reading the series without running it.")
+    site_what = site.add_subparsers(dest="site", metavar="build")
+    build = site_what.add_parser("build", help="write every chapter, the chapter map and the teacher guide as HTML",
+                                 description="Write the stored chapters as an offline HTML book into DIR (figures "
+                                             "interactive, plotly.js copied in); serve it with python -m http.server")
+    build.add_argument("dir", metavar="DIR", help="the folder to write, outside the repository")
+    build.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
+    build.set_defaults(parser=build)
+    site.set_defaults(parser=site)
     sub.add_parser("notebooks", help="keep the notebooks in shape: sync | check | execute (see notebooks --help)")
     return parser
 
@@ -161,6 +171,25 @@ def _machine_name(text: str) -> str:
     if not name or len(name) > 80:
         raise argparse.ArgumentTypeError(f"{text!r:.90} is not a name of 1 to 80 characters")
     return name
+
+
+def _site(args: argparse.Namespace) -> int:
+    """site build DIR [--force]: one line and exit 2 for what cannot be done."""
+    if args.site is None:
+        args.parser.error("choose build (--help explains it)")
+    try:
+        from . import site
+    except ImportError as exc:
+        args.parser.error(f"needs the maintainers' tools ({exc.name} is missing): pip install -e '.[dev]'")
+    try:
+        written = site.build(args.dir, force=args.force)
+    except site.SiteError as exc:
+        args.parser.error(str(exc))
+    except OSError as exc:
+        args.parser.error(f"cannot write into {args.dir!r}: {exc.strerror or exc}")
+    print(f"wrote {len(written)} files into {args.dir}: serve them with python -m http.server --directory "
+          f"{args.dir}, then open http://localhost:8000")
+    return 0
 
 
 def _classroom(args: argparse.Namespace) -> int:
@@ -279,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench(args)
         if args.command == "classroom":
             return _classroom(args)
+        if args.command == "site":
+            return _site(args)
     except SystemExit as exc:  # argparse has printed the help or the one-line error
         return exc.code if isinstance(exc.code, int) else 1
     except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """Classroom tools: hand-out copies of the chapters, and every learner's machine side by side.
 
-    python -m helpers classroom copies DIR [--force]     # the chapters with the predictions' answers cleared, and a zip
+    python -m helpers classroom copies DIR [--force]     # hand-outs: the predictions' answers cleared, and a zip
     python -m helpers classroom merge a.json b.json ... --html class.html   # `bench --json` files in one page
 
 A mistake gets one line on stderr and exit code 2 (a bad command line, a folder that is not empty, no notebooks, no
@@ -36,15 +36,28 @@ class ClassroomError(Exception):
 # Learner copies
 
 
+def output_folder(folder: Path, force: bool, forbidden: Path, forbidden_what: str, what: str) -> None:
+    """Make `folder` ready for `what`: never `forbidden` or inside it, an empty folder unless `force`."""
+    where = folder.resolve()
+    if where == forbidden.resolve() or forbidden.resolve() in where.parents:
+        raise ClassroomError(f"{folder} is {forbidden_what}: write {what} somewhere else")
+    if folder.exists() and not folder.is_dir():
+        raise ClassroomError(f"{folder} is a file, not a folder")
+    if folder.exists() and any(folder.iterdir()) and not force:
+        raise ClassroomError(f"{folder} is not empty: add --force to write {what} into it anyway")
+    folder.mkdir(parents=True, exist_ok=True)
+
+
 def learner_copy(nb: Any) -> Any:
     """A hand-out of the chapter `nb` (an nbformat notebook, changed in place and returned): the outputs of the
-    cell after each prediction prompt, and of every measurement cell, cleared; everything else as it is."""
-    cells = nb.cells
-    after_prompt = {i + 1 for i, cell in enumerate(cells) if cell.cell_type == "markdown" and PROMPT in cell.source}
-    for index, cell in enumerate(cells):
-        if cell.cell_type != "code":
+    code cells after each prediction prompt (up to the next text, which would explain the answer), and of every
+    measurement cell, cleared; everything else as it is."""
+    answering = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            answering = PROMPT in cell.source
             continue
-        if index in after_prompt or MEASURED_TAG in cell.get("metadata", {}).get("tags", []):
+        if cell.cell_type == "code" and (answering or MEASURED_TAG in cell.get("metadata", {}).get("tags", [])):
             cell.outputs = []
             cell.execution_count = None
     return nb
@@ -63,13 +76,7 @@ def write_copies(folder: str | Path, force: bool = False, source: Path = NOTEBOO
     if missing:
         raise ClassroomError(f"notebooks not found in {source}: {', '.join(missing)} (run this in a clone of the "
                              "repository)")
-    if folder.resolve() == source.resolve() or source.resolve() in folder.resolve().parents:
-        raise ClassroomError(f"{folder} is the series' own notebooks folder: write the copies somewhere else")
-    if folder.exists() and not folder.is_dir():
-        raise ClassroomError(f"{folder} is a file, not a folder")
-    if folder.exists() and any(folder.iterdir()) and not force:
-        raise ClassroomError(f"{folder} is not empty: add --force to write the copies into it anyway")
-    folder.mkdir(parents=True, exist_ok=True)
+    output_folder(folder, force, source, "the series' own notebooks folder", "the copies")
     written = []
     for chapter in CHAPTERS:
         nb = learner_copy(nbformat.read(source / chapter.file, as_version=4))

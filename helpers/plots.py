@@ -263,32 +263,39 @@ def scaling(
 # Rooflines.
 
 
+#: A point at this fraction of its roof or more is labelled below itself: text above it would cross the roof line.
+NEAR_ROOF = 0.4
+
+
+def _below_roofs(positions: list[str], near_roof: Sequence[bool]) -> list[str]:
+    """The label positions, with those of points close under a roof moved below the point."""
+    return [p.replace("top", "bottom").replace("middle", "bottom") if near else p
+            for p, near in zip(positions, near_roof, strict=True)]
+
+
 def _label_positions(points: Sequence[tuple[float, float]]) -> list[str]:
     """Text positions that keep neighbouring point labels apart on a log-log plot.
 
-    Points at (nearly) the same x get labels alternately right and left; the others alternately below and
-    above, in order of x.
+    Points at (nearly) the same x get labels alternately right and left, in order of y. Each other point is
+    labelled above itself when it is higher than its right-hand neighbour (its left-hand one, for the last), and
+    below otherwise, so two neighbours' labels go opposite ways.
     """
     order = sorted(range(len(points)), key=lambda i: points[i])
     positions = [""] * len(points)
-    cluster: list[int] = []
-    alternate = 0
-
-    def flush() -> None:
-        nonlocal alternate
-        if len(cluster) == 1:
-            positions[cluster[0]] = ("bottom center", "top center")[alternate % 2]
-            alternate += 1
-        for rank, i in enumerate(sorted(cluster, key=lambda i: points[i][1])):
-            if len(cluster) > 1:
-                positions[i] = ("middle right", "middle left")[rank % 2]
-        cluster.clear()
-
+    clusters: list[list[int]] = []
     for i in order:
-        if cluster and abs(math.log(points[i][0] / points[cluster[0]][0])) > 0.05:
-            flush()
-        cluster.append(i)
-    flush()
+        if clusters and abs(math.log(points[i][0] / points[clusters[-1][0]][0])) <= 0.05:
+            clusters[-1].append(i)
+        else:
+            clusters.append([i])
+    singles = [c[0] for c in clusters if len(c) == 1]
+    for cluster in (c for c in clusters if len(c) > 1):
+        for rank, i in enumerate(sorted(cluster, key=lambda i: points[i][1])):
+            positions[i] = ("middle right", "middle left")[rank % 2]
+    for k, i in enumerate(singles):
+        neighbour = singles[k + 1] if k + 1 < len(singles) else singles[k - 1] if k else None
+        higher = neighbour is not None and points[i][1] > points[neighbour][1]
+        positions[i] = "top center" if higher else "bottom center"
     return positions
 
 
@@ -359,9 +366,10 @@ def roofline(
 
     for backend in dict.fromkeys(t.backend for _, t in pairs):
         group = [(label, t) for label, t in pairs if t.backend == backend]
-        hover = []
+        hover, near_roof = [], []
         for label, t in group:
             roof_here = r.attainable(t.intensity, t.dtype if t.dtype in r.dtypes else None)
+            near_roof.append(t.gflops * 1e9 >= NEAR_ROOF * roof_here)
             hover.append("<br>".join([f"<b>{escape(label)}</b> [{escape(backend)}, {escape(t.dtype or '?')}]",
                                       f"{t.intensity:.3g} FLOP/B, {t.gflops:,.4g} GFLOP/s (measured)",
                                       f"{format_fraction(t.gflops * 1e9 / roof_here)} of the roof at this intensity",
@@ -369,7 +377,7 @@ def roofline(
         fig.add_trace(go.Scatter(
             x=[t.intensity for _, t in group], y=[t.gflops for _, t in group], mode="markers+text",
             name=f"measured: {backend}", text=[label for label, _ in group],
-            textposition=_label_positions([(t.intensity, t.gflops) for _, t in group]),
+            textposition=_below_roofs(_label_positions([(t.intensity, t.gflops) for _, t in group]), near_roof),
             marker=dict(symbol="circle", size=12, color=colour(backend), line=dict(color="white", width=1)),
             hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
         ))
@@ -383,7 +391,7 @@ def roofline(
             x=[i for _, i, _, _ in preds], y=[flops / 1e9 for _, _, _, flops in preds],
             mode="markers+text", name=f"prediction (from {what})",
             text=[f"{label} (predicted)" for label, _, _, _ in preds],
-            textposition="middle right", textfont=dict(color=PREDICTION_COLOUR, size=12),
+            textposition="bottom right", textfont=dict(color=PREDICTION_COLOUR, size=12),  # under its roof
             marker=dict(symbol="circle-open", size=14, color=PREDICTION_COLOUR, line=dict(width=2.5)),
             hovertext=[f"<b>{escape(label)}</b>: predicted, not measured<br>{i:.3g} FLOP/B -> at most "
                        f"{_format_flops(flops)} on the {_short_dtype(c.dtype) or ''} roof"

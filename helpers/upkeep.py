@@ -124,12 +124,18 @@ def _badges(chapter: project.Chapter) -> tuple[str, str]:
             f"[![Binder]({BINDER_BADGE})]({project.binder_url(chapter.file)})")
 
 
+def _links(chapter: project.Chapter) -> str:
+    """Where to run the chapter, as plain links: a badge is a picture on another host, fetched whenever the
+    notebook is shown (the README's map keeps the badges)."""
+    return (f"**[Open in Colab]({project.colab_url(chapter.file)})** · "
+            f"**[Open in Binder]({project.binder_url(chapter.file)})**")
+
+
 def header_source(number: int, chapter: project.Chapter) -> str:
-    """The markdown of cell 0: title, promise, badges, time (and Colab runtime)."""
+    """The markdown of cell 0: title, promise, where to run it, time (and Colab runtime)."""
     runtime = _runtime(chapter)
     time_line = f"Estimated time: {chapter.minutes} minutes" + (f" · Runtime: {runtime[2]}" if runtime else "")
-    return "\n".join([f"# {number:02d} · {chapter.title}", "", chapter.promise, "", " ".join(_badges(chapter)), "",
-                      time_line])
+    return "\n".join([f"# {number:02d} · {chapter.title}", "", chapter.promise, "", _links(chapter), "", time_line])
 
 
 def setup_source() -> str:
@@ -138,9 +144,15 @@ def setup_source() -> str:
                                  distribution=json.dumps(project.DISTRIBUTION))
 
 
-def notebook_metadata(chapter: project.Chapter) -> dict:
-    """The whole notebook metadata: kernelspec, language and Colab's runtime request."""
-    metadata: dict = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}, "colab": {"provenance": []}}
+def notebook_metadata(chapter: project.Chapter, language_info: dict | None = None) -> dict:
+    """The whole notebook metadata: kernelspec, language and Colab's runtime request.
+
+    language_info: what the kernel that ran the notebook reported (nbclient stores it), kept as it is, because
+    JupyterLab writes the kernel's own into a notebook it opens and would mark the file modified if it differed.
+    """
+    language = dict(language_info) if isinstance(language_info, dict) and language_info.get("name") == "python" \
+        else {"name": "python"}
+    metadata: dict = {"kernelspec": dict(KERNELSPEC), "language_info": language, "colab": {"provenance": []}}
     runtime = _runtime(chapter)
     if runtime:
         metadata["accelerator"] = runtime[0]
@@ -181,7 +193,8 @@ def synced(nb: NotebookNode, number: int, chapter: project.Chapter) -> NotebookN
         if not isinstance(cell_id, str) or cell_id in taken or not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", cell_id):
             cell["id"] = _fresh_id(index, cell, taken)
         taken.add(cell["id"])
-    return nbformat.v4.new_notebook(cells=[header, setup, *body], metadata=notebook_metadata(chapter))
+    return nbformat.v4.new_notebook(cells=[header, setup, *body],
+                                    metadata=notebook_metadata(chapter, nb.metadata.get("language_info")))
 
 
 def dumps(nb: NotebookNode) -> str:

@@ -239,6 +239,21 @@ def test_point_labels_at_the_same_intensity_go_left_and_right():
     assert {pos[0], pos[1], pos[2]} == {"middle right", "middle left"}
     assert pos[1] != pos[0]  # the two nearly equal y values get opposite sides
     assert {pos[3], pos[4]} == {"bottom center", "top center"}
+    # a falling pair (matmul 512 above matmul 1024, chapter 02): the higher one above, the lower one below
+    falling = _label_positions([(5.3, 45.0), (21.0, 100.0), (85.0, 115.0), (170.0, 52.0)])
+    assert falling == ["bottom center", "bottom center", "top center", "bottom center"]
+
+
+def test_labels_of_points_close_under_a_roof_go_below_them_so_no_roof_line_crosses_them(cpu):
+    near = timing("matmul 512", "numpy", 2 * 512**3 / 150e9, flops=2 * 512**3, nbytes=3 * 4 * 512**2)  # 94% of 160
+    far = timing("matmul 128", "numpy", 2 * 128**3 / 20e9, flops=2 * 128**3, nbytes=3 * 4 * 128**2)  # 12%
+    fig = plots.roofline(cpu, [near, far], predictions=[("matmul 4096", 341.0)])
+    measured = trace(fig, "measured: numpy")
+    positions = dict(zip(measured.text, measured.textposition, strict=True))
+    assert positions["matmul 512"].startswith("bottom")
+    unmoved = plots._label_positions([(near.intensity, near.gflops), (far.intensity, far.gflops)])[1]
+    assert positions["matmul 128"] == unmoved  # far below its roof: placed as usual
+    assert fig.data[-1].textposition == "bottom right"  # a prediction sits on its roof
 
 
 # --- GFLOP/s against size, measured beside predicted ----------------------------------------------------------
