@@ -15,7 +15,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
@@ -138,12 +138,9 @@ def build_parser() -> Parser:
                                                 "bench results in one page",
                                description="Tools for teaching with the series (docs/teaching.md).")
     what = classroom.add_subparsers(dest="classroom", metavar="copies|merge")
-    copies = what.add_parser("copies", help="write every chapter as a hand-out, its predictions' answers cleared",
-                             description="Write every chapter into DIR with the outputs after each prediction "
-                                         "prompt, and of every measurement, cleared; plus a zip of them.")
-    copies.add_argument("dir", metavar="DIR", help="the folder to write (created if missing)")
-    copies.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
-    copies.set_defaults(parser=copies)
+    _folder_command(what, "copies", "write every chapter as a hand-out, its predictions' answers cleared",
+                    "Write every chapter into DIR with the outputs after each prediction prompt, and of every "
+                    "measurement, cleared; plus a zip of them.", "the folder to write (created if missing)")
     merge = what.add_parser("merge", help="put the bench --json files of a class in one offline page",
                             description="Read the files `python -m helpers bench --json` wrote on each machine and "
                                         "write one self-contained page: a table, GFLOP/s by machine and backend, "
@@ -155,15 +152,33 @@ def build_parser() -> Parser:
     site = sub.add_parser("site", help="build the series as an offline HTML book: site build DIR",
                           description="Tools for reading the series without running it.")
     site_what = site.add_subparsers(dest="site", metavar="build")
-    build = site_what.add_parser("build", help="write every chapter, the chapter map and the teacher guide as HTML",
-                                 description="Write the stored chapters as an offline HTML book into DIR (figures "
-                                             "interactive, plotly.js copied in); serve it with python -m http.server")
-    build.add_argument("dir", metavar="DIR", help="the folder to write, outside the repository")
-    build.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
-    build.set_defaults(parser=build)
+    _folder_command(site_what, "build", "write every chapter, the chapter map and the teacher guide as HTML",
+                    "Write the stored chapters as an offline HTML book into DIR (figures interactive, plotly.js "
+                    "copied in); serve it with python -m http.server", "the folder to write, outside the repository")
     site.set_defaults(parser=site)
     sub.add_parser("notebooks", help="keep the notebooks in shape: sync | check | execute (see notebooks --help)")
     return parser
+
+
+def _folder_command(sub: argparse._SubParsersAction, name: str, help_text: str, description: str,
+                    where: str) -> None:
+    """A subcommand that writes into a folder DIR, refusing a non-empty one unless --force."""
+    command = sub.add_parser(name, help=help_text, description=description)
+    command.add_argument("dir", metavar="DIR", help=where)
+    command.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
+    command.set_defaults(parser=command)
+
+
+def _into_folder(args: argparse.Namespace, write: Callable[..., list]) -> list:
+    """write(DIR, force=...): what it refuses, or cannot write, is one line and exit 2."""
+    from .classroom import ClassroomError
+
+    try:
+        return write(args.dir, force=args.force)
+    except ClassroomError as exc:
+        args.parser.error(str(exc))
+    except OSError as exc:
+        args.parser.error(f"cannot write into {args.dir!r}: {exc.strerror or exc}")
 
 
 def _machine_name(text: str) -> str:
@@ -181,12 +196,7 @@ def _site(args: argparse.Namespace) -> int:
         from . import site
     except ImportError as exc:
         args.parser.error(f"needs the maintainers' tools ({exc.name} is missing): pip install -e '.[dev]'")
-    try:
-        written = site.build(args.dir, force=args.force)
-    except site.SiteError as exc:
-        args.parser.error(str(exc))
-    except OSError as exc:
-        args.parser.error(f"cannot write into {args.dir!r}: {exc.strerror or exc}")
+    written = _into_folder(args, site.build)
     print(f"wrote {len(written)} files into {args.dir}: serve them with python -m http.server --directory "
           f"{args.dir}, then open http://localhost:8000")
     return 0
@@ -200,12 +210,7 @@ def _classroom(args: argparse.Namespace) -> int:
     if args.classroom is None:
         args.parser.error("choose copies or merge (--help explains them)")
     if args.classroom == "copies":
-        try:
-            written = classroom.write_copies(args.dir, force=args.force)
-        except classroom.ClassroomError as exc:
-            args.parser.error(str(exc))
-        except OSError as exc:
-            args.parser.error(f"cannot write into {args.dir!r}: {exc.strerror or exc}")
+        written = _into_folder(args, classroom.write_copies)
         print(f"wrote {len(written) - 1} learner copies and {written[-1]} ({written[-1].stat().st_size:,} bytes)")
         return 0
     machines, skipped = classroom.read_machines(args.files)

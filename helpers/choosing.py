@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from . import cuda_sim, roofline
+from .cuda import blocks_for
 from .cuda_c import CudaCError
 from .style import PREDICTION_COLOUR, REFERENCE_COLOUR, figure
-from .validate import finite, positive_int
+from .validate import finite, fraction, positive_int
 
 # --------------------------------------------------------------------------------------------------------------
 # Sequential dependence: a recurrence, three ways
@@ -100,7 +101,7 @@ def warp_steps(source: str, name: str, x: np.ndarray, threads: int = 128) -> np.
     if not loops:
         raise ValueError("the kernel's source has no loop (while or for) whose steps could be counted")
     out = np.zeros(x.size, dtype=np.int32)
-    blocks = -(-x.size // threads)
+    blocks = blocks_for(x.size, threads)
     try:
         program = cuda_sim.Program(source)
     except CudaCError as exc:
@@ -108,7 +109,7 @@ def warp_steps(source: str, name: str, x: np.ndarray, threads: int = 128) -> np.
     run = program.launch(name, (blocks,), (threads,), (x, out, np.int32(x.size)), trace=True)
     steps = [sum(1 for line, taken in path if line == loops[0] and taken)
              for block in range(blocks) for warp in run.warps((block, 0, 0)) for path in warp]
-    return np.array(steps, dtype=np.int64)[: -(-x.size // WARP) * WARP].reshape(-1, WARP)
+    return np.array(steps, dtype=np.int64)[: blocks_for(x.size, WARP) * WARP].reshape(-1, WARP)
 
 
 @dataclass(frozen=True)
@@ -161,9 +162,8 @@ def divergence_figure(runs: Mapping[str, np.ndarray]) -> Any:
 def amdahl(serial_fraction: float, parallel_speedup: float) -> float:
     """The whole job's speed-up when only its parallel part, 1 - serial_fraction of the time, runs
     `parallel_speedup` times faster: 1 / (s + (1 - s) / p)."""
-    if isinstance(serial_fraction, bool) or not finite(serial_fraction) or not 0 <= serial_fraction <= 1:
-        raise ValueError(f"serial_fraction must be a number from 0 to 1; got {serial_fraction!r:.40}")
-    if isinstance(parallel_speedup, bool) or not finite(parallel_speedup) or parallel_speedup < 1:
+    serial_fraction = fraction("serial_fraction", serial_fraction)
+    if not finite(parallel_speedup) or parallel_speedup < 1:
         raise ValueError(f"parallel_speedup must be a finite number, 1 or more; got {parallel_speedup!r:.40}")
     return 1.0 / (serial_fraction + (1.0 - serial_fraction) / parallel_speedup)
 
@@ -261,7 +261,7 @@ def wrong_winners(answers: Any) -> str | None:
 
 def format_dollars(amount: float) -> str:
     """Dollars as a reader wants them: '$15.84', '$0.012', or '$1.6e-05' for less than a tenth of a cent."""
-    if isinstance(amount, bool) or not finite(amount) or amount < 0:
+    if not finite(amount) or amount < 0:
         raise ValueError(f"amount must be a finite number of dollars, zero or more; got {amount!r:.40}")
     if amount >= 0.01:
         return f"${amount:,.2f}"

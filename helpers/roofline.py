@@ -20,7 +20,7 @@ import numpy as np
 from . import specs
 from .cpu import BLAS_BEST_EFFICIENCY, CPUInfo
 from .hardware import Hardware, Peak
-from .validate import available_memory, finite, positive_int
+from .validate import available_memory, finite, fraction, positive_int
 
 #: What a roofline or a prediction can be made for: this machine's CPU, a published spec (or its name), or a Peak.
 Device = CPUInfo | Hardware | specs.DeviceSpec | Peak | str
@@ -251,9 +251,13 @@ def device_seconds(device: Device, *, flops: float, bytes: float, dtype: str | N
     r = roofs(device)
     flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
     kernels = positive_int("kernels", kernels)
+    return max(_compute_and_memory(r, flops, nbytes, dtype, matmul)) + kernels * _constant(KERNEL_FLOOR, r.kind, 0.0)
+
+
+def _compute_and_memory(r: Roofs, flops: float, nbytes: float, dtype: str | None, matmul: bool) -> tuple[float, float]:
+    """(seconds of arithmetic, seconds of memory traffic) at the efficiency real code reaches on these roofs."""
     compute = flops / (r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0))
-    memory = nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
-    return max(compute, memory) + kernels * _constant(KERNEL_FLOOR, r.kind, 0.0)
+    return compute, nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
 
 
 def _calls(device: Device, call: str | None, timed: str) -> tuple[Roofs, float]:
@@ -438,9 +442,7 @@ def decide(*, flops: float, bytes: float, calls: int = 1, kernels: int = 1, host
     host_bytes, footprint = _amount("host_bytes", host_bytes), _amount("footprint (bytes)", footprint)
     calls, kernels = positive_int("calls", calls), positive_int("kernels", kernels)
     call = _choice("call", call, CALL_STYLES)
-    if isinstance(serial_fraction, bool) or not finite(serial_fraction) or not 0 <= serial_fraction <= 1:
-        raise ValueError(f"serial_fraction must be a number from 0 to 1 (the share of the work that stays serial); "
-                         f"got {serial_fraction!r:.40}")
+    serial_fraction = fraction("serial_fraction", serial_fraction, "the share of the work that stays serial")
     if isinstance(devices, str) or not isinstance(devices, tuple | list):
         raise ValueError(f"devices must be a tuple of spec names such as {DECIDE_DEVICES} (or () for this CPU "
                          f"alone); got {devices!r:.60}")
@@ -481,8 +483,7 @@ def host_call_seconds() -> float:
 def _estimate(device: Device, name: str, *, flops: float, nbytes: float, calls: int, kernels: int,
               host_bytes: float, serial: float, dtype: str, matmul: bool, footprint: float, call: str) -> Estimate:
     r = roofs(device)
-    compute = flops / (r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0))
-    memory = nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
+    compute, memory = _compute_and_memory(r, flops, nbytes, dtype, matmul)
     kind_of_call = (JAX_CALL if call == "jax" else DEFAULT_CALL).get(r.kind, "none")
     fixed = host_call_seconds() if r.kind == "cpu" else (OVERHEADS[kind_of_call].value
                                                          + kernels * _constant(KERNEL_FLOOR, r.kind, 0.0))

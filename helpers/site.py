@@ -16,14 +16,11 @@ from typing import Any
 
 from .classroom import ClassroomError, output_folder
 from .project import CHAPTERS
+from .upkeep import PLOTLY
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 GUIDE = ROOT / "docs" / "teaching.md"
-PLOTLY = "application/vnd.plotly.v1+json"
-
-
-SiteError = ClassroomError  # a problem the command reports in one line (exit code 2)
 
 #: nbconvert's templates load require.js and MathJax from a CDN: the book goes without them (math shows as TeX).
 CDN_SCRIPT = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>", re.I)
@@ -120,7 +117,7 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> 
     folder = Path(folder)
     missing = [c.file for c in CHAPTERS if not (source / c.file).is_file()]
     if missing or not GUIDE.is_file():
-        raise SiteError(f"not found: {', '.join(missing) or GUIDE} (run this in a clone of the repository)")
+        raise ClassroomError(f"not found: {', '.join(missing) or GUIDE} (run this in a clone of the repository)")
     output_folder(folder, force, ROOT, f"inside the repository ({ROOT})", "the site")
     written = [folder / "plotly.min.js"]
     shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", written[0])

@@ -39,6 +39,14 @@ def finite(value: object) -> bool:
         return False
 
 
+def fraction(name: str, value: object, meaning: str = "") -> float:
+    """`value` as a float if it is a real number from 0 to 1 (not a bool); otherwise a ValueError naming `name`."""
+    if not finite(value) or not 0 <= value <= 1:
+        what = f" ({meaning})" if meaning else ""
+        raise ValueError(f"{name} must be a number from 0 to 1{what}; got {value!r:.40}")
+    return float(value)
+
+
 def positive_number(name: str, value: object, meaning: str = "") -> float:
     """`value` as a float if it is a finite real number > 0 (not a bool); otherwise a ValueError naming `name`."""
     if not finite(value) or value <= 0:
