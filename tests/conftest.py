@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
-import pytest
+# Before anything can start JAX: on a GPU, JAX would otherwise take 75% of its memory for this test session and
+# leave CuPy (the GPU suite, the chapters it runs) a quarter. Chapters 03 and 05 set the same for the same reason.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-from helpers import backend
+import pytest  # noqa: E402
+
+from helpers import backend  # noqa: E402
 from helpers.cpu import CPUInfo, Sourced
 
 #: For tests of the real detection on a machine without an NVIDIA GPU (this project's CI: CuPy installed, no GPU).

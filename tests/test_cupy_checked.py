@@ -84,3 +84,4 @@ def test_an_unhashable_launch_is_still_checked_every_time(counted) -> None:
     with pytest.raises(TypeError, match="tuple"):
         kernel([2], (256,), tuple(vectors(300)) + (np.int32(300),))
     assert len(counted) == 2
+

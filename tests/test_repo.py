@@ -7,6 +7,7 @@ CI (.ci/run) runs the test command verbatim, so the instructions a reader follow
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -176,3 +177,23 @@ def test_the_teacher_guide_covers_every_chapter_and_is_linked() -> None:
         assert heading in guide
     assert "python -m helpers classroom merge" in guide and "python -m helpers classroom copies" in guide
     assert "(docs/teaching.md)" in readme()
+
+
+def test_the_test_session_stops_jax_taking_the_gpus_memory_before_jax_starts() -> None:
+    """The GPU suite's module probes the backends (JAX) when pytest collects it: the setting must come first."""
+    probe = (
+        "import importlib.abc, os, sys\n"
+        "seen = []\n"
+        "class Spy(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'jax' and not seen:\n"
+        "            seen.append(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "sys.path.insert(0, 'tests')\n"
+        "import conftest, test_gpu\n"
+        "print(seen)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.strip() == "['false']", ran.stdout
