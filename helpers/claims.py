@@ -8,6 +8,7 @@ metadata key `CLAIM_KEY`) and fail when one of them printed False on some machin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,3 +44,25 @@ def _in_ipython() -> bool:
     except ImportError:
         return False
     return get_ipython() is not None
+
+
+def problems(cells: Iterable[Any]) -> list[str]:
+    """What a learner would see go wrong in executed notebook cells: an error output, a claim that printed False,
+    a traceback on stderr, any other printed line ending in "False". The one rule every run of a chapter is judged
+    by (the Colab-versions run, the solutions' run, the GPU suite)."""
+    found = []
+    for index, cell in enumerate(cells):
+        for output in cell.get("outputs", []):
+            kind = output.get("output_type")
+            claimed = output.get("metadata", {}).get(CLAIM_KEY)
+            text = output.get("text", "") if kind == "stream" else output.get("data", {}).get("text/plain", "")
+            if kind == "error":
+                found.append(f"cell {index}: {output.get('ename')}: {output.get('evalue')}")
+            elif claimed is not None and not claimed["holds"]:
+                found.append(f"cell {index}: claim printed False: {claimed['statement']}")
+            elif kind == "stream" and output.get("name") == "stderr" and "Traceback" in text:
+                found.append(f"cell {index}: a traceback on stderr: {text.strip().splitlines()[-1]}")
+            else:
+                found += [f"cell {index}: printed {line.strip()!r}" for line in "".join(text).splitlines()
+                          if line.rstrip().endswith("False")]
+    return found

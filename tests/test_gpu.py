@@ -40,6 +40,15 @@ def gpu_launch(src: str, name: str, grid: tuple[int, ...], block: tuple[int, ...
             host[...] = cupy.asnumpy(on_gpu)
 
 
+def test_jax_sees_the_gpu_that_cupy_sees():
+    """The chapters' JAX-on-GPU paths (the async trap, fusion, training) are only tested when JAX runs there."""
+    import jax
+
+    platforms = {device.platform for device in jax.devices()}
+    assert "gpu" in platforms, (f"CuPy sees a GPU, JAX only {sorted(platforms)}: install the suite's extra, "
+                                'pip install -e ".[gpu-suite]" (CUDA 12 driver) or ".[gpu-suite-cuda13]"')
+
+
 @pytest.mark.parametrize("file", cuda.kernel_files())
 def test_every_kernel_file_matches_numpy_on_the_gpu(file):
     src = cuda.kernel_source(file)

@@ -461,6 +461,9 @@ def run_with_solutions(file: str) -> None:
         verdicts = [line for line in _text(done.cells[check]).splitlines() if line.startswith(VERDICTS)]
         assert verdicts and all(line.startswith("✅") for line in verdicts), (
             f"{file} cell {check}: the solution above does not pass its check: {verdicts or 'no verdict printed'}")
+    seen = claims.problems(done.cells)
+    if seen:
+        pytest.fail(f"{file} with every solution filled in: {'; '.join(seen)}")
 
 
 def test_chapter_03_runs_to_the_end_without_nvrtc_and_says_so_once() -> None:
@@ -519,3 +522,20 @@ def test_without_a_browser_the_static_images_say_what_to_install(monkeypatch) ->
     monkeypatch.setattr(pio, "to_image", no_browser)
     with pytest.raises(upkeep.StaticImagesUnavailable, match="apt-get install chromium, or set BROWSER_PATH"):
         upkeep.kaleido_png({"data": [], "layout": {}})
+
+
+def test_a_chapter_run_with_its_solutions_fails_on_a_claim_that_printed_false(monkeypatch) -> None:
+    """The solutions' run (and the GPU suite, which calls it on a GPU) judges by claims.problems, as Colab's does."""
+    file = next(chapter.file for chapter in project.CHAPTERS if chapter.file.startswith("03_"))
+
+    def ran(nb: NotebookNode, *args: object, **kwargs: object) -> NotebookNode:
+        for cell in nb.cells:
+            cell["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text="✅ checked\n")]
+        nb.cells[0]["outputs"] = [nbformat.v4.new_output(
+            "display_data", data={"text/plain": "JAX and NumPy agree: False"},
+            metadata={claims.CLAIM_KEY: {"statement": "JAX and NumPy agree", "holds": False}})]
+        return nb
+
+    monkeypatch.setattr(upkeep, "run_notebook", ran)
+    with pytest.raises(pytest.fail.Exception, match="claim printed False: JAX and NumPy agree"):
+        run_with_solutions(file)

@@ -160,6 +160,18 @@ def test_dev_extra_has_cupy_except_on_macos() -> None:
     assert marker.evaluate({"sys_platform": "linux"})
 
 
+@pytest.mark.parametrize(("extra", "cupy", "jax_extra"), [("gpu-suite", "cupy-cuda12x", "cuda12"),
+                                                          ("gpu-suite-cuda13", "cupy-cuda13x", "cuda13")])
+def test_the_gpu_suite_extras_bring_jax_for_cuda_and_one_cupy(extra: str, cupy: str, jax_extra: str) -> None:
+    """Without JAX built for CUDA, the GPU suite would run every JAX-on-GPU path on the CPU and still pass."""
+    found = list(extra_requirements(extra, pyproject()))
+    names = {canonicalize_name(r.name) for r in found}
+    assert {cupy, "pytest", "nbval"} <= names, names
+    assert [n for n in names if n.startswith("cupy")] == [cupy], "two CuPy packages break each other's import"
+    assert any(canonicalize_name(r.name) == "jax" and jax_extra in r.extras for r in found), found
+    assert f'".[{extra}]"' in README.read_text(encoding="utf-8"), "README must say how to install it"
+
+
 def test_kernel_sources_ship_with_the_package() -> None:
     """Colab installs the package from git, not editable: every .cu file must be listed as package data."""
     globs = pyproject()["tool"]["setuptools"]["package-data"]["helpers"]
