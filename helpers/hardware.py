@@ -166,7 +166,7 @@ _JAX_PRESET_ROOFS = {"DEFAULT": "tf32", "F32": "float32", "TF32": "tf32", "BF16"
                      "F64": "float64", "ANY": "float8"}
 
 
-def _jax_level(value: Any) -> Any:
+def jax_level(value: Any) -> Any:
     """The jax.lax.Precision that `value` is or names ('highest', 'tensorfloat32', ...), or None."""
     from jax import lax
 
@@ -200,7 +200,7 @@ def jax_dot_roof(precision: Any) -> str:
     if isinstance(precision, str) and precision in lax.DotAlgorithmPreset.__members__:
         precision = lax.DotAlgorithmPreset[precision]
     if isinstance(precision, (tuple, list)) and len(precision) == 2:
-        pair = [_jax_level(p) for p in precision]
+        pair = [jax_level(p) for p in precision]
         if None not in pair:
             return _JAX_LEVEL_ROOFS[max(pair, key=lambda p: p.value).name]
     elif isinstance(precision, lax.DotAlgorithmPreset):
@@ -210,7 +210,7 @@ def jax_dot_roof(precision: Any) -> str:
         name = np.dtype(precision.lhs_precision_type).name
         if name in ("float32", "bfloat16", "float16", "float64") or name.startswith("float8"):
             return "float8" if name.startswith("float8") else name
-    elif (level := _jax_level(precision)) is not None:
+    elif (level := jax_level(precision)) is not None:
         return _JAX_LEVEL_ROOFS[level.name]
     raise ValueError(f"precision {precision!r:.60} is not a JAX matmul precision: use None, 'default', 'high', "
                      "'highest' (or another name of a jax.lax.Precision), a jax.lax.Precision or a pair of them, or "

@@ -136,7 +136,7 @@ def test_every_constant_says_where_it_comes_from():
 # --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
 
 INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "hardware", "limits", "notice", "nvrtc", "plots",
-                  "project", "roofline", "specs", "style", "timing", "validate", "widgets", "workloads"}
+                  "precision", "project", "roofline", "specs", "style", "timing", "validate", "widgets", "workloads"}
 CHAPTER = {"choosing", "cuda", "cuda_c", "cuda_sim", "cupy_checked", "cupy_cpu", "grid", "kernel_checks", "lessons",
            "mandelbrot", "mlp", "sharding", "systolic", "threads", "training"}
 TOOLS = {"__init__", "__main__", "classroom", "evidence", "site", "upkeep"}  # the front door and the commands
