@@ -7,7 +7,7 @@
     h.compare({"loops": t0, "numpy": t1})
 """
 
-from .backend import BackendUnavailable, array_module, backends, sync, to_backend, to_numpy
+from .backend import BackendUnavailable, array_module, backends, sync, to_backend, to_numpy, where
 from .claims import claim
 from .hardware import hardware
 from .notice import accelerator_backend
@@ -16,7 +16,7 @@ from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_fract
 __all__ = [
     "BackendUnavailable", "NoisyTimingWarning", "Timing", "accelerator_backend", "array_module", "backends",
     "benchmark", "claim", "compare", "format_fraction", "format_seconds", "hardware", "set_timing_budget", "sync",
-    "to_backend", "to_numpy",
+    "to_backend", "to_numpy", "where",
 ]
 
 #: Submodules reachable as `h.<name>` without importing them up front: plotly and ipywidgets are slow to

@@ -191,6 +191,30 @@ def backend_of(x: Any) -> str | None:
     return None
 
 
+def where(x: Any) -> str:
+    """The device array `x` lives on, in words for a label: 'this CPU', 'GPU 0 (Tesla T4)', 'TPU 0 (TPU v5 lite)'.
+
+    A label says where the numbers were measured: a JAX array lives on JAX's default device (on a GPU runtime, the
+    GPU) unless it was put elsewhere, so 'JAX (this CPU)' is only true when its arrays are on the CPU.
+    """
+    owner = backend_of(x)
+    if owner in (None, "numpy"):
+        if owner is None:
+            raise TypeError(f"where() takes a NumPy, JAX or CuPy array, got {type(x).__name__}")
+        return "this CPU"
+    if owner == "cupy":
+        import cupy
+
+        name = cupy.cuda.runtime.getDeviceProperties(x.device.id)["name"]
+        return f"GPU {x.device.id} ({name.decode() if isinstance(name, bytes) else name})"
+    devices = sorted(x.devices(), key=lambda d: d.id)
+    if all(d.platform == "cpu" for d in devices):
+        return "this CPU"
+    first = devices[0]
+    count = f" and {len(devices) - 1} more" if len(devices) > 1 else ""
+    return f"{first.platform.upper()} {first.id} ({first.device_kind}){count}"
+
+
 def backends_in(tree: Any, limit: int = 10_000) -> set[str]:
     """The backends owning arrays among the first `limit` leaves of `tree` (a cap: loops return huge lists)."""
     return {b for b in map(backend_of, itertools.islice(leaves(tree), limit)) if b is not None}
