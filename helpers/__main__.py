@@ -1,4 +1,4 @@
-"""Command line of the series: `python -m helpers bench | hardware | backends | classroom | notebooks ...`.
+"""Command line of the series: `python -m helpers bench | gpu-report | hardware | backends | classroom | notebooks ...`.
 
 Installed as `loops-to-tpus` too. A mistake on the command line gets one line on stderr (what was wrong and
 what is accepted) and exit code 2: no usage dump, no traceback. bench checks before it runs what it can (output
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 #: How the user called us, for error messages: `python -m helpers` or the `loops-to-tpus` console script.
 PROG = "python -m helpers" if sys.argv and sys.argv[0].endswith("__main__.py") else "loops-to-tpus"
-COMMANDS = ("bench", "hardware", "backends", "classroom", "site", "notebooks")
+COMMANDS = ("bench", "gpu-report", "hardware", "backends", "classroom", "site", "notebooks")
 
 
 class Parser(argparse.ArgumentParser):
@@ -130,6 +130,7 @@ def build_parser() -> Parser:
     bench.add_argument("--name", type=_machine_name, metavar="NAME",
                        help="this machine's name in the --json file (classroom merge shows it)")
     bench.set_defaults(parser=bench)
+    _gpu_report_parser(sub)
     for name, text in (("hardware", "what this machine has, with peak FLOP/s and their sources"),
                        ("backends", "which of numpy, jax and cupy can run here, and why not")):
         command = sub.add_parser(name, help=text, description=text)
@@ -158,6 +159,23 @@ def build_parser() -> Parser:
     site.set_defaults(parser=site)
     sub.add_parser("notebooks", help="keep the notebooks in shape: sync | check | execute (see notebooks --help)")
     return parser
+
+
+def _gpu_report_parser(sub: argparse._SubParsersAction) -> None:
+    """gpu-report [--json PATH] [--quick] [--budget SECONDS]."""
+    from .gpu_report import DEFAULT_BUDGET, QUICK_BUDGET
+
+    report = sub.add_parser(
+        "gpu-report", help="on a GPU or TPU: every measurement the chapters make, beside its prediction",
+        description="On a GPU or a TPU, run every measurement chapters 03 to 06 set beside a prediction, at the "
+                    "chapters' sizes, and print measured beside predicted with the device, driver and package "
+                    "versions; --json also writes them (commit it as docs/gpu-report-<device>-<date>.json and run "
+                    "python -m helpers.evidence). Progress goes to stderr, the table to stdout.")
+    report.add_argument("--json", type=_output_path, metavar="PATH", help="also write the report as JSON")
+    report.add_argument("--quick", action="store_true", help="smaller sizes and budget: a smoke test, not a record")
+    report.add_argument("--budget", type=_positive_seconds, metavar="SECONDS",
+                        help=f"timing budget per measurement (default {DEFAULT_BUDGET:g}, --quick {QUICK_BUDGET:g})")
+    report.set_defaults(parser=report)
 
 
 def _folder_command(sub: argparse._SubParsersAction, name: str, help_text: str, description: str,
@@ -269,6 +287,34 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gpu_report(args: argparse.Namespace) -> int:
+    """Measure on the GPU or TPU here (exit 1, one line, when there is none: no file is written), print, write."""
+    from . import gpu_report
+
+    prog = args.parser.prog
+    sizes, budget = (gpu_report.QUICK, gpu_report.QUICK_BUDGET) if args.quick else (gpu_report.CHAPTER_SIZES,
+                                                                                   gpu_report.DEFAULT_BUDGET)
+    try:
+        report = gpu_report.run(sizes, args.budget or budget, progress=sys.stderr)
+    except gpu_report.NoAccelerator as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    print(report)
+    if not report.rows:
+        print(f"{prog}: error: no measurement succeeded (see 'not measured' above); nothing written", file=sys.stderr)
+        return 1
+    if args.json:
+        try:
+            with open(args.json, "w", encoding="utf-8") as f:
+                f.write(report.to_json())
+        except OSError as exc:
+            print(f"{prog}: error: cannot write {args.json!r}: {exc.strerror or exc} (the results are in the table "
+                  "above)", file=sys.stderr)
+            return 1
+        print(f"wrote {args.json}; {gpu_report.next_step(args.json, report)}")
+    return 0
+
+
 def _same_file(a: str, b: str) -> bool:
     """Whether paths `a` and `b` name one file: the same resolved path, or two links to one existing file."""
     if os.path.realpath(a) == os.path.realpath(b):
@@ -311,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.parser.reject_extra(extra)
         if args.command == "bench":
             return _bench(args)
+        if args.command == "gpu-report":
+            return _gpu_report(args)
         if args.command == "classroom":
             return _classroom(args)
         if args.command == "site":

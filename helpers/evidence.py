@@ -1,9 +1,12 @@
 """The model beside the evidence: every published measurement on file, what helpers.roofline predicts, the ratio.
 
     python -m helpers.evidence     # rewrites docs/predictions.md from docs/published-measurements.json
+                                   # and the docs/gpu-report-*.json files of runs on a GPU or a TPU
 
 A test keeps every ratio within RATIO_LIMIT and the page in step with the data. Rows the model cannot be checked
-against (no device named, or a figure the model does not cover) are listed apart, each with its reason.
+against (no device named, or a figure the model does not cover) are listed apart, each with its reason. The rows
+of every gpu-report file committed under docs/ (`python -m helpers gpu-report --json`, run on a GPU or a TPU) are
+listed as measured by this project, each beside its prediction.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from . import roofline
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "published-measurements.json"
 PAGE = ROOT / "docs" / "predictions.md"
+#: The gpu-report files the page lists as measured by this project: docs/gpu-report-<device>-<date>.json.
+REPORTS = "gpu-report-*.json"
 #: How far a prediction may be from a published measurement, either way.
 RATIO_LIMIT = 2.0
 
@@ -93,8 +98,8 @@ def _sizes(model: dict[str, Any]) -> str:
     return f"{model['bytes'] / 1e6:,.4g} MB moved"
 
 
-def page(rows: list[dict[str, Any]] | None = None) -> str:
-    """docs/predictions.md, written from the data file and the model."""
+def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict[str, Any]]] | None = None) -> str:
+    """docs/predictions.md, written from the data file, the model and the gpu-report files (None: those in docs/)."""
     rows = load() if rows is None else rows
     done = checks(rows)
     out = ["# Predictions beside published measurements", "",
@@ -124,10 +129,7 @@ def page(rows: list[dict[str, Any]] | None = None) -> str:
         if why:
             out.append(f"| {_cell(r['device'])} | {_cell(r['operation'])}: {_cell(r['library'])} | "
                        f"{_cell(r['measured'])} {_cell(r['unit'])} | {_cell(why)} | <{r['url']}> |")
-    out += ["", "## Measured by this series on a GPU or a TPU", "",
-            "None yet: no run of the GPU suite (`python -m pytest -m gpu`, see README) or of chapters 03 to 05 on a "
-            "GPU or a TPU has been recorded. When one is, its device, package versions and numbers go here, beside "
-            "the model's predictions for the same work.",
+    out += ["", *measured_section(load_reports() if reports is None else reports),
             "", "## The model's constants", "", "| constant | value | what | source |", "|---|---|---|---|"]
     for name, table in (("OVERHEADS", roofline.OVERHEADS), ("KERNEL_FLOOR", roofline.KERNEL_FLOOR),
                         ("MATMUL_EFFICIENCY", roofline.MATMUL_EFFICIENCY),
@@ -136,6 +138,71 @@ def page(rows: list[dict[str, Any]] | None = None) -> str:
             value = f"{cost.value:.3g}" if "EFFICIENCY" in name else _seconds(cost.value)
             out.append(f"| {name}[{key!r}] | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
     return "\n".join(out) + "\n"
+
+
+def load_reports(folder: Path = ROOT / "docs") -> list[tuple[str, dict[str, Any]]]:
+    """Every gpu-report file in `folder` (REPORTS), as (file name, content) in name order; a ValueError naming a
+    file that is not one, so a broken file stops the page rather than vanishing from it."""
+    from .gpu_report import KIND, VERSION
+
+    found = []
+    for path in sorted(folder.glob(REPORTS)):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path.name}: not a readable JSON file ({exc})") from None
+        if not isinstance(data, dict) or data.get("kind") != KIND or data.get("version") != VERSION:
+            raise ValueError(f"{path.name}: not a version {VERSION} gpu-report file (python -m helpers gpu-report "
+                             "--json writes them)")
+        if not data.get("rows"):
+            raise ValueError(f"{path.name}: a gpu-report file without a measurement: nothing to list")
+        found.append((path.name, data))
+    return found
+
+
+_HOW_TO_RUN = ("On a GPU or a TPU (in Colab: Runtime > Change runtime type > T4 GPU, or a TPU), run "
+               "`python -m helpers gpu-report --json docs/gpu-report-<device>-<date>.json`, commit the file and run "
+               "`python -m helpers.evidence`.")
+
+
+def measured_section(reports: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The page's section of rows measured by this project: each gpu-report file's facts and rows, or 'None yet'."""
+    out = ["## Measured by this project on a GPU or a TPU", "",
+           "The rows of `python -m helpers gpu-report`: every measurement chapters 03 to 06 set beside a "
+           "prediction, made with the chapters' own helpers at their sizes on a GPU or a TPU, beside what "
+           "`helpers.roofline` predicts for it through the chapter's helper. Ratio = measured (median) / predicted; "
+           "these ratios are evidence, held to no limit.", ""]
+    if not reports:
+        return [*out, f"None yet: no gpu-report file has been committed under docs/. {_HOW_TO_RUN}"]
+    for name, data in reports:
+        out += _report_lines(name, data)
+    return [*out, _HOW_TO_RUN]
+
+
+def _report_lines(name: str, data: dict[str, Any]) -> list[str]:
+    """One gpu-report file on the page: a heading, its facts, its rows and what it could not measure."""
+    f, rows = data["facts"], data["rows"]
+    devices = ", ".join(f"{d['name']} via {d['via']}" for d in f["devices"])
+    versions = ", ".join(f"{k.replace('_', ' ')} {v}" for k in ("nvidia_driver", "cuda_driver", "cuda_runtime")
+                         if (v := f.get(k)))
+    helpers = f.get("helpers") or {}
+    commit = (f"helpers commit {helpers['commit'][:12]}" + (" with changes" if helpers.get("changed") else "")
+              if helpers else "helpers outside a git checkout")
+    settings = data.get("settings", {})
+    ratios = [r["ratio"] for r in rows]
+    out = [f"### {_cell(devices)}, {f['date'][:10]}", "",
+           f"`docs/{name}`: {_cell(versions) or 'no CUDA'}; Python {f['python']}; "
+           + ", ".join(f"{k} {v}" for k, v in f["packages"].items()) + f"; {commit}; {f['environment']}; sizes: "
+           f"{settings.get('sizes', '?')}, {settings.get('budget_s', '?')} s of timing per measurement. "
+           f"{len(rows)} row{'s' * (len(rows) > 1)}; ratios from {min(ratios):.2f} to {max(ratios):.2f}.", "",
+           "| chapter | measurement | work | device | measured | ± IQR | predicted | ratio | predicted by |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r['chapter']} | {_cell(r['label'])} | {_cell(r['work'])} | {_cell(r['device'])} | "
+            f"{_seconds(r['measured_s'])} | {_seconds(r['iqr_s'])} | {_seconds(r['predicted_s'])} | {r['ratio']:.2f} | "
+            f"{_cell(r['model'])} ({_cell(r['spec'])}) |" for r in rows]
+    out += [f"- not measured: chapter {s['chapter']}, {_cell(s['label'])} ({_cell(s['work'])}): {_cell(s['why'])}"
+            for s in data.get("skipped", [])]
+    return [*out, ""]
 
 
 def main() -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 
 import pytest
 
@@ -52,3 +53,57 @@ def test_measured_seconds_reads_each_unit():
 
 def test_the_page_is_in_step_with_the_data_and_the_model():
     assert evidence.PAGE.read_text() == evidence.page(), "run: python -m helpers.evidence"
+
+
+def _report(rows: int = 1) -> dict:
+    """A gpu-report file's content, as python -m helpers gpu-report --json writes it (one row, one not measured)."""
+    from helpers import gpu_report
+
+    row = {"chapter": "03", "label": "axpby, data stays on the GPU", "work": "n = 1,000,000 float32, 3 CuPy kernels",
+           "device": "Tesla T4", "spec": "NVIDIA T4", "model": "GPU.predict_cupy_axpby", "predicted_s": 100e-6,
+           "measured_s": 150e-6, "iqr_s": 2e-6, "min_s": 149e-6, "ratio": 1.5, "timing": {}}
+    facts = {"date": "2030-01-02T03:04:05+00:00", "devices": [{"kind": "gpu", "name": "Tesla T4", "via": "cupy"}],
+             "nvidia_driver": "550.54.15", "cuda_driver": "12.4", "cuda_runtime": "12.6",
+             "packages": {"numpy": "2.0.0", "cupy-cuda12x": "13.3.0"}, "python": "3.11.13", "environment": "Colab",
+             "helpers": {"commit": "0123456789abcdef", "changed": False}}
+    return {"kind": gpu_report.KIND, "version": gpu_report.VERSION, "facts": facts,
+            "settings": {"sizes": "chapters", "budget_s": 0.5}, "rows": [row] * rows,
+            "skipped": [{"chapter": "04", "label": "jit matmul float32, n = 8,192",
+                         "work": "(8192, 8192) @ (8192, 8192)",
+                         "why": "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory"}]}
+
+
+def test_without_a_gpu_report_the_page_says_none_yet_and_how_to_make_one(tmp_path) -> None:
+    assert evidence.load_reports(tmp_path) == []
+    section = evidence.page(reports=[]).split("## Measured by this project on a GPU or a TPU")[1]
+    assert section.split("## ")[0].count("None yet: no gpu-report file has been committed under docs/.") == 1
+    assert "`python -m helpers gpu-report --json docs/gpu-report-<device>-<date>.json`" in section
+
+
+def test_a_gpu_reports_rows_are_listed_with_its_facts(tmp_path) -> None:
+    (tmp_path / "gpu-report-tesla-t4-2030-01-02.json").write_text(json.dumps(_report()))
+    (tmp_path / "other.json").write_text("not a report, not read")
+    reports = evidence.load_reports(tmp_path)
+    assert [name for name, _ in reports] == ["gpu-report-tesla-t4-2030-01-02.json"]
+    section = evidence.page(reports=reports).split("## Measured by this project")[1].split("## The model's")[0]
+    assert "None yet" not in section
+    assert "### Tesla T4 via cupy, 2030-01-02" in section
+    assert ("`docs/gpu-report-tesla-t4-2030-01-02.json`: nvidia driver 550.54.15, cuda driver 12.4, cuda runtime 12.6; "
+            "Python 3.11.13; numpy 2.0.0, cupy-cuda12x 13.3.0; helpers commit 0123456789ab; Colab; sizes: chapters, "
+            "0.5 s of timing per measurement. 1 row; ratios from 1.50 to 1.50.") in section
+    assert ("| 03 | axpby, data stays on the GPU | n = 1,000,000 float32, 3 CuPy kernels | Tesla T4 | 150 µs | 2 µs | "
+            "100 µs | 1.50 | GPU.predict_cupy_axpby (NVIDIA T4) |") in section
+    assert ("- not measured: chapter 04, jit matmul float32, n = 8,192 ((8192, 8192) @ (8192, 8192)): XlaRuntimeError: "
+            "RESOURCE_EXHAUSTED: Out of memory") in section
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    ("{", "not a readable JSON file"),
+    ('{"kind": "something else", "rows": [1]}', "not a version 1 gpu-report file"),
+    (json.dumps(_report() | {"version": 99}), "not a version 1 gpu-report file"),
+    (json.dumps(_report(rows=0)), "a gpu-report file without a measurement"),
+])
+def test_a_gpu_report_file_that_cannot_be_listed_stops_the_page_with_its_name(tmp_path, content, why) -> None:
+    (tmp_path / "gpu-report-broken.json").write_text(content)
+    with pytest.raises(ValueError, match=f"^gpu-report-broken.json: {why}"):
+        evidence.load_reports(tmp_path)

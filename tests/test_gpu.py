@@ -10,6 +10,7 @@ multiply-add rounds once), its timings.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -120,3 +121,13 @@ def test_a_big_matmul_prediction_is_within_the_documented_factor_of_the_measurem
                                          call="cupy", timed="synced", matmul=True)
     assert 1 / FACTOR <= measured / predicted <= FACTOR, (measured, predicted)
 
+
+
+def test_the_gpu_report_measures_every_case_on_this_gpu(tmp_path):
+    """python -m helpers gpu-report, at small sizes: every case measured on this GPU, none skipped."""
+    from helpers.__main__ import main
+
+    path = tmp_path / "report.json"
+    assert main(["gpu-report", "--quick", "--json", str(path)]) == 0
+    data = json.loads(path.read_text())
+    assert data["skipped"] == [] and {"03", "05"} <= {row["chapter"] for row in data["rows"]}

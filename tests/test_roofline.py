@@ -139,7 +139,8 @@ INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "hardware", "li
                   "precision", "project", "roofline", "specs", "style", "timing", "validate", "widgets", "workloads"}
 CHAPTER = {"choosing", "cuda", "cuda_c", "cuda_sim", "cupy_checked", "cupy_cpu", "grid", "kernel_checks", "lessons",
            "mandelbrot", "mlp", "sharding", "systolic", "threads", "training"}
-TOOLS = {"__init__", "__main__", "classroom", "evidence", "site", "upkeep"}  # the front door and the commands
+# The front door and the commands:
+TOOLS = {"__init__", "__main__", "classroom", "evidence", "gpu_report", "site", "upkeep"}
 
 
 def _imported(path: Path) -> set[str]:

@@ -1,0 +1,793 @@
+"""One record of a real run: every measurement the chapters set beside a prediction, made on the GPU or TPU here.
+
+    python -m helpers gpu-report --json docs/gpu-report-tesla-t4-2025-06-01.json   # on a GPU or a TPU
+    python -m helpers gpu-report --quick                                            # smaller sizes: a smoke test
+
+Each row is one of the chapters' measurements, made with the same helpers functions at the same sizes
+(CHAPTER_SIZES and TRAINING hold the sizes that live only in a chapter's source), beside what helpers.roofline
+predicts for it through the chapter's own helper (GPU.predict_cupy_axpby, training.predict_epoch, ...): the
+median and IQR measured, the seconds predicted, and measured / predicted. The header says on what: the devices,
+the driver and CUDA versions, the package versions, Python, the helpers' commit and the date. Rows come only for
+the accelerators present: CuPy's when CuPy can use a GPU, JAX's when JAX's default backend is a GPU or a TPU.
+docs/predictions.md lists the rows of every docs/gpu-report-*.json committed (python -m helpers.evidence).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from . import cuda, mandelbrot, mlp, roofline, specs, workloads
+from .backend import backends, to_backend
+from .hardware import hardware, jax_dot_roof, where_we_run
+from .timing import NoisyTimingWarning, Timing, benchmark, format_seconds, set_timing_budget
+
+ROOT = Path(__file__).resolve().parent.parent
+#: What the JSON file says it is, and the version of its layout (raise it when a field changes meaning).
+KIND, VERSION = "loops-to-tpus gpu-report", 1
+#: Seconds of repeated timing per measurement: a record, so steadier than a chapter's 0.2 s; --quick: a smoke test.
+DEFAULT_BUDGET, QUICK_BUDGET = 0.5, 0.05
+
+
+class NoAccelerator(RuntimeError):
+    """There is no GPU that CuPy can use and JAX runs on no GPU or TPU: nothing for the report to measure."""
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The sizes: the chapters' own, kept here once
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes of every measurement; CHAPTER_SIZES are the chapters' own (on a GPU or TPU), QUICK smaller ones."""
+
+    copy_mib: int  # ch03 COPY_MIB: one copy of this many MiB to the GPU
+    axpby: int  # ch03 N: axpby with its data on the GPU, and copied in and out every call
+    sweep: tuple[int, ...]  # ch03 SWEEP: axpby against size
+    stream: int  # ch03 GPU_FUSE, N_ROOF_AXPBY, N_SUM_GPU: at least this n, raised to 4x the GPU's L2 (beyond_l2)
+    matmul_kernels: int  # ch03 N_MM_GPU: the naive and tiled kernels and cuBLAS
+    roof_matmul: int  # ch03 GPU_MATMUL: the matmul point on the GPU's roofline
+    image: tuple[int, int]  # ch03 BIG_IMAGE on a GPU: (width, height) of the Mandelbrot kernel's image
+    jax_matmul: tuple[int, ...]  # ch04 SIZES on an accelerator: the jitted matmul, float32 and bfloat16
+    pad_base: int  # ch04 BASE on a TPU: BASE, BASE + 1 and BASE + the MXU side
+    precision: int  # ch04 N_PRECISION on an accelerator: DEFAULT, HIGHEST and one bf16 pass
+    widths: tuple[int, ...]  # ch05 HIDDEN_SWEEP on a GPU: one epoch against the hidden width
+    batch_sweep: tuple[int, ...]  # ch05 BATCH_SWEEP: one epoch against the batch, at Training.wide
+    steps: tuple[int, ...]  # ch06 N_STEPS: the recurrence by jax.lax.scan and associative_scan
+    batches: tuple[int, ...]  # ch06 BATCHES: the 64-64-10 network's jitted forward pass
+
+
+CHAPTER_SIZES = Sizes(
+    copy_mib=64, axpby=1_000_000,
+    sweep=(1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000),
+    stream=10_000_000, matmul_kernels=2048, roof_matmul=4096, image=(1280, 960),
+    jax_matmul=(512, 1024, 2048, 4096, 8192), pad_base=4096, precision=2048,
+    widths=(16, 64, 256, 1024, 4096, 16384), batch_sweep=(16, 64, 256, 1024),
+    steps=(1_000, 10_000, 100_000), batches=(1, 16, 256, 4_096, 65_536))
+QUICK = Sizes(copy_mib=8, axpby=100_000, sweep=(1_000, 100_000, 1_000_000), stream=1_000_000, matmul_kernels=256,
+              roof_matmul=512, image=(320, 240), jax_matmul=(512, 1024), pad_base=1024, precision=512,
+              widths=(16, 1024), batch_sweep=(16, 1024), steps=(1_000, 10_000), batches=(1, 256))
+
+
+@dataclass(frozen=True)
+class Training:
+    """Chapter 05's network and SGD run: hidden width, batch, epochs (of which one is timed), learning rate, and the
+    hidden width of its sweep over batch sizes."""
+
+    hidden: int = 64  # HIDDEN
+    batch: int = 32  # BATCH
+    epochs: int = 15  # EPOCHS
+    lr: float = 0.2  # LR
+    wide: int = 512  # HIDDEN_WIDE
+
+
+TRAINING = Training()
+#: Chapter 03's fused axpby: one pass over x, y and z, where CuPy's a * x + b * y makes three.
+AXPBY_FUSED = cuda.Elementwise("float32 a, float32 x, float32 b, float32 y", "float32 z", "z = a * x + b * y",
+                               "axpby_fused")
+#: Chapter 04: bf16 passes of the MXU per product of each precision (jax.lax.Precision's docs).
+MXU_PASSES = {"float32, precision DEFAULT": 1, "float32, precision HIGHEST": 6,
+              "bf16 inputs, float32 sums (one MXU pass)": 1}
+#: Chapter 06's moving average: h[t] = (1 - EMA_ALPHA) * h[t-1] + EMA_ALPHA * x[t].
+EMA_ALPHA = np.float32(0.1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What is here
+
+
+@dataclass(frozen=True)
+class Here:
+    """The accelerators a report measures: the GPU CuPy uses (or None), and JAX's device when it is a GPU or TPU."""
+
+    gpu: cuda.GPU | None
+    jax_kind: str | None  # "gpu" or "tpu"; None when JAX runs on the CPU (or not at all)
+    jax_name: str = ""
+    jax_spec: specs.DeviceSpec | None = None
+
+
+def accelerators() -> Here:
+    """What this machine offers the report; NoAccelerator, saying how to get a GPU or TPU, when it has neither."""
+    gpu = cuda.gpu() if cuda.gpu_here() else None
+    status = backends()["jax"]
+    kind = status.device_kind if status.usable and status.device_kind in ("gpu", "tpu") else None
+    if gpu is None and kind is None:
+        cupy = backends()["cupy"].detail
+        jax = f"JAX runs on the {status.device_kind.upper()}" if status.usable else status.detail
+        raise NoAccelerator(f"no GPU or TPU here (CuPy: {cupy}; {jax}): gpu-report records every measurement the "
+                            "chapters make beside its prediction, on a GPU or a TPU. In Colab: Runtime > Change "
+                            "runtime type > T4 GPU (or a TPU) > Save, then run it again")
+    if kind is None:
+        return Here(gpu, None)
+    name, spec = _jax_device(kind, gpu)
+    return Here(gpu, kind, name, spec)
+
+
+def _jax_device(kind: str, gpu: cuda.GPU | None) -> tuple[str, specs.DeviceSpec]:
+    """JAX's device here and the published specs its predictions use (as chapter 04 picks them)."""
+    if kind == "tpu":
+        tpu = next(iter(hardware().tpus), None)
+        if tpu is not None:
+            return tpu.name, tpu.spec or specs.get(specs.REFERENCE_TPU)
+    import jax
+
+    name = jax.devices()[0].device_kind
+    reference = specs.REFERENCE_TPU if kind == "tpu" else specs.REFERENCE_GPU
+    return name, specs.lookup(name) or (gpu.spec if gpu is not None and kind == "gpu" else specs.get(reference))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Cases and rows
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measurement a chapter makes, with how to measure it here and how the model predicts it."""
+
+    chapter: str
+    label: str
+    work: str
+    device: str
+    spec: str  # the published specs the prediction uses
+    model: str  # the helper that predicts it
+    measure: Callable[[], Timing]
+    predict: Callable[[], float]  # called after measure (chapter 05's Keras prediction needs a measurement)
+
+    def run(self) -> Row:
+        """Measure, then predict: the row, or a ValueError when the prediction is not a positive number."""
+        timing = self.measure()
+        predicted = self.predict()
+        if not (math.isfinite(predicted) and predicted > 0):
+            raise ValueError(f"the prediction is {predicted!r}, not a positive number of seconds")
+        return Row(self.chapter, self.label, self.work, self.device, self.spec, self.model, predicted, timing)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measurement made here beside its prediction."""
+
+    chapter: str
+    label: str
+    work: str
+    device: str
+    spec: str
+    model: str
+    predicted: float  # seconds
+    timing: Timing
+
+    @property
+    def ratio(self) -> float:
+        """Measured (median) over predicted: above 1, this device was slower than the model says."""
+        return self.timing.median / self.predicted
+
+    def as_json(self) -> dict[str, Any]:
+        """The row for the JSON file: what, on what, predicted and measured seconds, the ratio, the whole timing."""
+        t = self.timing
+        return {"chapter": self.chapter, "label": self.label, "work": self.work, "device": self.device,
+                "spec": self.spec, "model": self.model, "predicted_s": self.predicted, "measured_s": t.median,
+                "iqr_s": t.iqr, "min_s": t.min, "ratio": self.ratio, "timing": _finite(t.as_dict())}
+
+
+def _finite(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with NaN and infinities as None, so the JSON file is strict JSON."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
+
+
+def _case(chapter: str, label: str, work: str, device: str, spec: specs.DeviceSpec, model: str,
+          measure: Callable[[], Timing], predict: Callable[[], float]) -> Case:
+    """A Case, the spec given by its name."""
+    return Case(chapter, label, work, device, spec.name, model, measure, predict)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 03: CuPy on the GPU
+
+
+def round_trip(cupy: Any, alpha: float, x_host: np.ndarray, beta: float, y_host: np.ndarray) -> np.ndarray:
+    """axpby with its inputs copied to the GPU and its answer copied back, every call (chapter 03)."""
+    return cupy.asnumpy(workloads.axpby(alpha, cupy.asarray(x_host), beta, cupy.asarray(y_host)))
+
+
+def chapter03(here: Here, sizes: Sizes) -> list[Case]:
+    """Chapter 03's GPU measurements with a prediction beside them (none without a GPU CuPy can use)."""
+    if here.gpu is None:
+        return []
+    return [*_copies(here.gpu, sizes), *_sweep(here.gpu, sizes), *_roofline_points(here.gpu, sizes),
+            *_fusion(here.gpu, sizes), *_matmul_kernels(here.gpu, sizes), *_reductions(here.gpu, sizes),
+            _mandelbrot(here.gpu, sizes)]
+
+
+def _copies(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
+    """A copy to the GPU; axpby with its data on the GPU, and copied in and out every call."""
+    cupy, nbytes, n = cuda.cupy(), sizes.copy_mib * 2**20, sizes.axpby
+
+    def copy() -> Timing:
+        host = np.ones(nbytes // 4, dtype=np.float32)
+        return gpu.measure(lambda: cupy.asarray(host), bytes=nbytes, label="copy to the GPU")
+
+    def stays() -> Timing:
+        return gpu.measure(workloads.axpby, *workloads.make_inputs("axpby", n, "float32", "cupy"))
+
+    def trip() -> Timing:
+        alpha, x, beta, y = workloads.make_inputs("axpby", n, "float32", "numpy")
+        return gpu.measure(lambda: round_trip(cupy, alpha, x, beta, y))
+
+    on = (gpu.name, gpu.spec)
+    return [
+        _case("03", f"host -> GPU, {sizes.copy_mib} MiB", f"{nbytes:,} bytes, one cupy.asarray", *on,
+              "roofline.predict_copy_seconds", copy, lambda: roofline.predict_copy_seconds(gpu.spec, nbytes)),
+        _case("03", "axpby, data stays on the GPU", f"n = {n:,} float32, 3 CuPy kernels", *on,
+              "GPU.predict_cupy_axpby", stays, lambda: gpu.predict_cupy_axpby(n)),
+        _case("03", "axpby, copied in and out every call", f"n = {n:,} float32, x and y in, z out", *on,
+              "GPU.predict_cupy_axpby(copies=12 n)", trip, lambda: gpu.predict_cupy_axpby(n, copies=3 * n * 4)),
+    ]
+
+
+def _sweep(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
+    """axpby on the GPU against size: where the launches' fixed cost gives way to memory."""
+    return [_case("03", f"axpby sweep, n = {n:,}", f"n = {n:,} float32, 3 CuPy kernels", gpu.name, gpu.spec,
+                  "GPU.predict_cupy_axpby", lambda n=n: workloads.measure("axpby", "cupy", n, label=f"axpby {n:,}"),
+                  lambda n=n: gpu.predict_cupy_axpby(n))
+            for n in sizes.sweep]
+
+
+def _roofline_points(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
+    """The two points chapter 03 puts on the GPU's roofline, beside the roofline's bound for each."""
+    n_axpby, n_mm = gpu.beyond_l2(sizes.stream, bytes_per_element=12), sizes.roof_matmul
+    work = {"axpby": (n_axpby, workloads.axpby_flops(n_axpby), workloads.axpby_bytes(n_axpby, 4)),
+            "matmul": (n_mm, workloads.matmul_flops(n_mm), workloads.matmul_bytes(n_mm, 4))}
+    return [_case("03", f"roofline point: {op} {n:,}", f"{flops:,} FLOPs, {nbytes:,} bytes, float32", gpu.name,
+                  gpu.spec, "roofline.roofline_seconds (the roofline's bound: FLOPs / attainable)",
+                  lambda op=op, n=n: workloads.measure(op, "cupy", n, label=f"{op} {n:,}"),
+                  lambda flops=flops, nbytes=nbytes: roofline.roofline_seconds(gpu.spec, flops=flops, bytes=nbytes))
+            for op, (n, flops, nbytes) in work.items()]
+
+
+def _fusion_inputs(n: int) -> tuple[Any, ...]:
+    """Chapter 03's inputs of the fused kernel: float32 scalars (its C types) and x, y on the GPU."""
+    cupy = cuda.cupy()
+    x = cupy.asarray(np.random.default_rng(1).standard_normal(n, dtype=np.float32))
+    y = cupy.asarray(np.random.default_rng(2).standard_normal(n, dtype=np.float32))
+    return np.float32(2.0), x, np.float32(3.0), y
+
+
+def _fusion(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
+    """CuPy's three passes against one ElementwiseKernel, on arrays 4x the L2 or more."""
+    n = gpu.beyond_l2(sizes.stream, bytes_per_element=12)
+    return [
+        _case("03", "fusion: CuPy, 3 passes", f"n = {n:,} float32", gpu.name, gpu.spec, "GPU.predict_cupy_axpby",
+              lambda: gpu.measure(workloads.axpby, *_fusion_inputs(n)), lambda: gpu.predict_cupy_axpby(n)),
+        _case("03", "fusion: ElementwiseKernel, 1 pass", f"n = {n:,} float32", gpu.name, gpu.spec,
+              "GPU.predict_seconds(3 n FLOPs, 12 n bytes)",
+              lambda: gpu.measure(AXPBY_FUSED.on_gpu(), *_fusion_inputs(n)),
+              lambda: gpu.predict_seconds(3 * n, 3 * 4 * n)),
+    ]
+
+
+def _matmul_kernels(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
+    """matmul.cu's naive and tiled kernels and cuBLAS, each predicted from its FLOPs per byte of main memory."""
+    n, tile = sizes.matmul_kernels, cuda.MATMUL_TILE
+    flops = workloads.matmul_flops(n)
+    kernels: dict[str, tuple[float, Callable[[Any, Any], Any]]] = {
+        "naive kernel": (2 / 8, lambda a, b: cuda.matmul_kernel(a, b, "matmul_naive")),
+        f"tiled kernel ({tile} x {tile})": (2 * tile / 8, lambda a, b: cuda.matmul_kernel(a, b, "matmul_tiled")),
+        "cuBLAS (a @ b)": (flops / workloads.matmul_bytes(n, 4), workloads.matmul),
+    }
+
+    def measure(label: str, fn: Callable[[Any, Any], Any]) -> Timing:
+        return gpu.measure(fn, *workloads.make_inputs("matmul", n, "float32", "cupy"), flops=flops, label=label)
+
+    return [_case("03", f"matmul: {label}", f"n = {n:,} float32, {intensity:.3g} FLOP/byte", gpu.name, gpu.spec,
+                  "GPU.predict_seconds(FLOPs, FLOPs / intensity)", lambda label=label, fn=fn: measure(label, fn),
+                  lambda intensity=intensity: gpu.predict_seconds(flops, flops / intensity))
+            for label, (intensity, fn) in kernels.items()]
+
+
+def _reductions(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
+    """cupy.sum against reduce_sum.cu's two launches, on an array 4x the L2 or more."""
+    n = gpu.beyond_l2(sizes.stream, bytes_per_element=4)
+    nbytes = 4 * n
+
+    def measure(fn: Callable[[Any], Any]) -> Timing:
+        x = cuda.cupy().asarray(np.random.default_rng(5).random(n, dtype=np.float32))
+        return gpu.measure(fn, x, bytes=nbytes)
+
+    return [
+        _case("03", "sum: cupy.sum", f"n = {n:,} float32", gpu.name, gpu.spec, "GPU.predict_seconds(n, 4 n)",
+              lambda: measure(lambda x: x.sum()), lambda: gpu.predict_seconds(n, nbytes)),
+        _case("03", "sum: our block_sum kernel, 2 launches", f"n = {n:,} float32", gpu.name, gpu.spec,
+              "GPU.predict_seconds(n, 4 n, launches=2)", lambda: measure(cuda.reduce_sum),
+              lambda: gpu.predict_seconds(n, nbytes, launches=2)),
+    ]
+
+
+def _mandelbrot(gpu: cuda.GPU, sizes: Sizes) -> Case:
+    """mandelbrot.cu over the chapter's image: compute-bound, its FLOPs counted from the escape steps."""
+    width, height = sizes.image
+
+    def predict() -> float:
+        return gpu.predict_seconds(mandelbrot.flops(mandelbrot.mandelbrot_gpu(width, height)), width * height * 4)
+
+    return _case("03", "Mandelbrot: CUDA kernel", f"{width} x {height} pixels, float32", gpu.name, gpu.spec,
+                 "GPU.predict_seconds(FLOPs of the escape steps, 4 bytes a pixel)",
+                 lambda: gpu.measure(mandelbrot.mandelbrot_gpu, width, height, label="CUDA kernel"), predict)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 04: JAX on the TPU (or the GPU)
+
+
+def jax_matmul_roof(spec: specs.DeviceSpec, dtype: str) -> str:
+    """The roof a jitted matmul of `dtype` runs on: float32 on a GPU with TF32 goes by JAX's default precision."""
+    if dtype != "float32" or roofline.roofs(spec).kind != "gpu":
+        return dtype
+    import jax
+
+    roof = jax_dot_roof(jax.config.jax_default_matmul_precision)
+    return roof if spec.peak_for(roof) else "float32"
+
+
+def _jax_matmul(n: int, dtype: str) -> Timing:
+    """Chapter 04's timing of the jitted matmul: inputs made on JAX's device in float32, then cast to `dtype`."""
+    import jax
+
+    a, b = (x.astype(dtype) for x in workloads.make_inputs("matmul", n, "float32", "jax"))
+    return benchmark(jax.jit(workloads.matmul), a, b, flops=workloads.matmul_flops(n),
+                     bytes=workloads.matmul_bytes(n, a.dtype.itemsize), n=n, label=f"{dtype}, n = {n}")
+
+
+def chapter04(here: Here, sizes: Sizes) -> list[Case]:
+    """Chapter 04's jitted matmuls by size and dtype; on a TPU also padding to the MXU and the precisions."""
+    if here.jax_kind is None or here.jax_spec is None:
+        return []
+    spec = here.jax_spec
+    roofs = {dtype: jax_matmul_roof(spec, dtype) for dtype in ("float32", "bfloat16")}
+    cases = [_case("04", f"jit matmul {dtype}, n = {n:,}", f"({n}, {n}) @ ({n}, {n}) {dtype}", here.jax_name, spec,
+                   f"roofline.predict_matmul_seconds(dtype={roof!r})", lambda n=n, dtype=dtype: _jax_matmul(n, dtype),
+                   lambda n=n, roof=roof: roofline.predict_matmul_seconds(spec, n, n, n, roof))
+             for dtype, roof in roofs.items() for n in sizes.jax_matmul]
+    if here.jax_kind == "tpu":
+        cases += [*_padding(here, sizes), *_precisions(here, sizes)]
+    return cases
+
+
+def _padding(here: Here, sizes: Sizes) -> list[Case]:
+    """bf16 matmuls at a multiple of the MXU side, one more, and the next multiple: the MXUs compute padded sides."""
+    spec, base = here.jax_spec, sizes.pad_base
+    assert spec is not None
+    side = roofline.mxu_side(spec)
+    return [_case("04", f"padding: bf16 matmul, n = {n:,}", f"({n}, {n}) @ ({n}, {n}) bfloat16, MXU side {side}",
+                  here.jax_name, spec, "roofline.predict_matmul_seconds (each side padded to the MXU's)",
+                  lambda n=n: _jax_matmul(n, "bfloat16"),
+                  lambda n=n: roofline.predict_matmul_seconds(spec, n, n, n, "bfloat16"))
+            for n in (base, base + 1, base + side)]
+
+
+def _precision_versions() -> dict[str, tuple[Callable[..., Any], str]]:
+    """Chapter 04's three float32 products: label -> (the function, the dtype of its inputs)."""
+    import jax
+    import jax.numpy as jnp
+
+    return {
+        "float32, precision DEFAULT": (lambda a, b: jnp.matmul(a, b, precision=jax.lax.Precision.DEFAULT),
+                                       "float32"),
+        "float32, precision HIGHEST": (lambda a, b: jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST),
+                                       "float32"),
+        "bf16 inputs, float32 sums (one MXU pass)": (
+            lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32), "bfloat16"),
+    }
+
+
+def _precisions(here: Here, sizes: Sizes) -> list[Case]:
+    """DEFAULT, HIGHEST (6 bf16 passes) and one bf16 pass, each predicted at its MXU passes."""
+    spec, n = here.jax_spec, sizes.precision
+    assert spec is not None
+    flops = workloads.matmul_flops(n)
+
+    def measure(label: str) -> Timing:
+        import jax
+
+        fn, dtype = _precision_versions()[label]
+        a, b = (x.astype(dtype) for x in workloads.make_inputs("matmul", n, "float32", "jax"))
+        return benchmark(jax.jit(fn), a, b, flops=flops, label=label)
+
+    def predict(label: str) -> float:
+        nbytes = workloads.matmul_bytes(n, 2 if label.startswith("bf16") else 4)
+        return roofline.predict_seconds(spec, flops=MXU_PASSES[label] * flops, bytes=nbytes, dtype="bfloat16",
+                                        call="jax_tpu", matmul=True)
+
+    return [_case("04", f"precision: {label}", f"({n}, {n}) @ ({n}, {n}), {passes} bf16 MXU pass(es)", here.jax_name,
+                  spec, "roofline.predict_seconds(passes x FLOPs, bf16 roof, call='jax_tpu')",
+                  lambda label=label: measure(label), lambda label=label: predict(label))
+            for label, passes in MXU_PASSES.items()]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 05: one epoch per backend
+
+
+def chapter05(here: Here, sizes: Sizes) -> list[Case]:
+    """One epoch of chapter 05's training with CuPy (on a GPU) and JAX and Keras (on JAX's GPU or TPU), and the
+    epoch against the hidden width and against the batch, each beside training.predict_epoch for the device."""
+    on = ([("cupy", here.gpu.name, here.gpu.spec)] if here.gpu is not None else []) + (
+        [("jax", here.jax_name, here.jax_spec)] if here.jax_spec is not None else [])
+    if not on:
+        return []
+    data = mlp.load_digits_split(test_fraction=0.25, seed=0)
+    cfg, extra = TRAINING, []
+    if here.jax_spec is not None:
+        extra = [(kind, here.jax_name, here.jax_spec) for kind in ("jax-scan", "keras")
+                 if kind != "keras" or _keras_installed()]
+    measured: dict[str, Timing] = {}  # the chapter's epochs by kind: Keras's prediction takes its host time from them
+    cases = [_epoch(data, kind, device, spec, cfg.hidden, cfg.batch, f"one epoch: {_EPOCH_LABELS[kind]}", measured)
+             for kind, device, spec in on + extra]
+    cases += [_epoch(data, kind, device, spec, hidden, cfg.batch, f"epoch by width: {_EPOCH_LABELS[kind]}, "
+                     f"hidden {hidden:,}") for kind, device, spec in on for hidden in sizes.widths]
+    return cases + [_epoch(data, kind, device, spec, cfg.wide, batch, f"epoch by batch: {_EPOCH_LABELS[kind]}, "
+                           f"batch {batch:,}") for kind, device, spec in on for batch in sizes.batch_sweep]
+
+
+def _epoch(data: mlp.Digits, kind: str, device: str, spec: specs.DeviceSpec, hidden: int, batch: int, label: str,
+           measured: dict[str, Timing] | None = None) -> Case:
+    """One epoch (the first of chapter 05's batch order) timed by training.time_epoch, predicted by predict_epoch."""
+    from . import training
+
+    params = mlp.init_params(data.n_features, hidden, data.n_classes, seed=0)
+    idx = mlp.batch_order(len(data.y_train), batch, TRAINING.epochs, seed=0)[0]
+    steps = idx.shape[0]
+    kept = {} if measured is None else measured
+
+    def measure() -> Timing:
+        with _highest_precision():  # as the chapter sets it: float32 means float32 on a TF32 GPU too
+            kept[kind] = training.time_epoch(training.trainer(kind, TRAINING.lr), data, params, idx, label=label)
+        return kept[kind]
+
+    def predict() -> float:
+        host = max(kept["keras"].median - kept["jax"].median, 0.0) / steps if kind == "keras" else None
+        return training.predict_epoch(spec, batch, hidden, steps, data.n_features, data.n_classes, kind=kind,
+                                      host_seconds=host).seconds
+
+    model = "training.predict_epoch" + (" (Keras's own host time per step measured here)" if kind == "keras" else "")
+    return _case("05", label, f"{steps} steps of {batch}, {data.n_features}-{hidden}-{data.n_classes} network, "
+                 "float32", device, spec, model, measure, predict)
+
+
+_EPOCH_LABELS = {"cupy": "CuPy", "jax": "JAX, jit per step", "jax-scan": "JAX, one jit per epoch", "keras": "Keras"}
+
+
+def _keras_installed() -> bool:
+    """Whether Keras can be imported (chapter 05's Keras row needs it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("keras") is not None
+
+
+def _highest_precision() -> Any:
+    """A context in which JAX's float32 matmuls are true float32 (chapter 05's setting)."""
+    import jax
+
+    return jax.default_matmul_precision("highest")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 06: a recurrence, and one sample through a small network
+
+
+def ema_scan(x: Any) -> Any:
+    """Chapter 06's moving average inside one compiled program: jax.lax.scan carries the state."""
+    import jax
+    import jax.numpy as jnp
+
+    def step(state: Any, value: Any) -> tuple[Any, Any]:
+        state = (1 - EMA_ALPHA) * state + EMA_ALPHA * value
+        return state, state
+
+    return jax.lax.scan(step, jnp.zeros((), x.dtype), x)[1]
+
+
+def ema_associative(x: Any) -> Any:
+    """The same average as a tree of combines: about 2 log2(n) rounds, each over many pairs at once."""
+    import jax
+    import jax.numpy as jnp
+
+    def combine(left: tuple[Any, Any], right: tuple[Any, Any]) -> tuple[Any, Any]:
+        (a1, b1), (a2, b2) = left, right
+        return a1 * a2, a2 * b1 + b2
+
+    return jax.lax.associative_scan(combine, (jnp.full_like(x, 1 - EMA_ALPHA), EMA_ALPHA * x))[1]
+
+
+def inference_weights() -> int:
+    """Numbers in chapter 05's 64-64-10 network (mlp.init_params): what one forward pass reads."""
+    return sum(int(np.size(p)) for p in mlp.init_params().values())
+
+
+def predict_inference(device: str, batch: int) -> float:
+    """One jitted call of the forward pass on `device` (h.roofline.decide): its FLOPs, the weights and activations
+    read and written once, 2 kernels (the two dense layers; XLA fuses the biases and the ReLU into them)."""
+    weights = inference_weights()
+    work = roofline.decide(flops=2 * batch * weights, bytes=4 * (weights + batch * (64 + 64 + 10)), kernels=2,
+                           call="jax", devices=(device,))
+    return work.estimates[1].seconds
+
+
+def chapter06(here: Here, sizes: Sizes) -> list[Case]:
+    """Chapter 06's JAX measurements on JAX's GPU or TPU: the recurrence by scan and associative scan, inference."""
+    if here.jax_spec is None:
+        return []
+    from . import choosing
+
+    spec, name = here.jax_spec, here.jax_name
+    methods = {"scan": ema_scan, "associative scan": ema_associative}
+
+    def recurrence(method: str, n: int) -> Timing:
+        import jax
+
+        x = to_backend(np.random.default_rng(1).standard_normal(n, dtype=np.float32), "jax")
+        return benchmark(jax.jit(methods[method]), x, n=n, label=method, max_time=30)
+
+    def inference(batch: int) -> Timing:
+        import jax
+
+        x = np.random.default_rng(5).standard_normal((batch, 64), dtype=np.float32)
+        return benchmark(jax.jit(mlp.logits), to_backend(mlp.init_params(), "jax"), to_backend(x, "jax"), n=batch,
+                         label="JAX jit")
+
+    cases = [_case("06", f"recurrence: {method}, n = {n:,}", f"{n:,} steps, float32", name, spec,
+                   "choosing.predict_recurrence", lambda m=method, n=n: recurrence(m, n),
+                   lambda m=method, n=n: choosing.predict_recurrence(spec.name, n, m))
+             for method in methods for n in sizes.steps]
+    return cases + [_case("06", f"inference: batch {b:,}", f"64-64-10 forward pass, a batch of {b:,}, float32", name,
+                          spec, "roofline.decide (call='jax', 2 kernels)", lambda b=b: inference(b),
+                          lambda b=b: predict_inference(spec.name, b))
+                    for b in sizes.batches]
+
+
+#: Every chapter's cases, in the order they run; each gives none when its accelerator is not here.
+CHAPTERS: dict[str, Callable[[Here, Sizes], list[Case]]] = {
+    "03": chapter03, "04": chapter04, "05": chapter05, "06": chapter06}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Facts about the run
+
+
+def _command(*args: str, cwd: Path | None = None) -> str | None:
+    """The output of a command, stripped; None when it is missing, fails or takes over 30 s."""
+    if shutil.which(args[0]) is None:
+        return None
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=30, cwd=cwd, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def helpers_commit() -> dict[str, Any] | None:
+    """The helpers' git commit and whether the checkout has changes; None outside a git checkout."""
+    if not (ROOT / ".git").exists():
+        return None
+    commit = _command("git", "rev-parse", "HEAD", cwd=ROOT)
+    if not commit:
+        return None
+    changes = _command("git", "status", "--porcelain", "--untracked-files=no", cwd=ROOT)
+    return {"commit": commit, "changed": bool(changes)}
+
+
+#: The distributions whose versions a report records, when installed.
+PACKAGES = ("numpy", "cupy-cuda12x", "cupy-cuda13x", "cupy", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt",
+            "jax-cuda13-plugin", "jax-cuda13-pjrt", "libtpu", "libtpu-nightly", "keras", "loops-to-tpus")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed version of each of PACKAGES that is installed."""
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def _cuda_version(code: int) -> str:
+    """CUDA's version number as text: 12040 -> '12.4'."""
+    return f"{code // 1000}.{code % 1000 // 10}"
+
+
+def cuda_versions(here: Here) -> dict[str, str | None]:
+    """The NVIDIA driver (nvidia-smi), the CUDA version it supports and CuPy's CUDA runtime (None where unknown)."""
+    out: dict[str, str | None] = {"nvidia_driver": None, "cuda_driver": None, "cuda_runtime": None}
+    smi = _command("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    if smi:
+        out["nvidia_driver"] = smi.splitlines()[0].strip()
+    if here.gpu is not None:
+        import cupy
+
+        out["cuda_driver"] = _cuda_version(int(cupy.cuda.runtime.driverGetVersion()))
+        out["cuda_runtime"] = _cuda_version(int(cupy.cuda.runtime.runtimeGetVersion()))
+    return out
+
+
+def devices(here: Here) -> list[dict[str, Any]]:
+    """The GPUs CuPy uses and JAX's devices, each with the published specs its predictions use."""
+    out = [{"kind": a.kind, "name": a.name, "via": a.via, "memory_bytes": a.memory_bytes,
+            "spec": a.spec.name if a.spec else None} for a in hardware().gpus]
+    if here.gpu is not None and not out:
+        out.append({"kind": "gpu", "name": here.gpu.name, "via": "cupy", "memory_bytes": None,
+                    "spec": here.gpu.spec.name})
+    if here.jax_kind is not None:
+        import jax
+
+        out.append({"kind": here.jax_kind, "name": here.jax_name, "via": "jax", "count": len(jax.devices()),
+                    "spec": here.jax_spec.name if here.jax_spec else None})
+    return out
+
+
+def facts(here: Here) -> dict[str, Any]:
+    """Where and when the report ran: devices, driver and CUDA, packages, Python, the helpers' commit, the date."""
+    return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "devices": devices(here),
+            **cuda_versions(here), "packages": package_versions(), "python": platform.python_version(),
+            "platform": platform.platform(), "environment": where_we_run(), "helpers": helpers_commit()}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The run and the report
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a run measured: its facts, its rows, the cases that could not be measured (and why), its settings."""
+
+    facts: dict[str, Any]
+    rows: list[Row]
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The whole report as plain data for the JSON file."""
+        return {"kind": KIND, "version": VERSION, "facts": self.facts, "settings": self.settings,
+                "rows": [row.as_json() for row in self.rows], "skipped": self.skipped}
+
+    def to_json(self) -> str:
+        """as_json() as strict JSON text (no NaN)."""
+        return json.dumps(self.as_json(), indent=2, allow_nan=False) + "\n"
+
+    def header(self) -> list[str]:
+        """The facts, a few lines of text."""
+        f = self.facts
+        names = "; ".join(f"{d['name']} via {d['via']} (predicted from the {d['spec']})" for d in f["devices"])
+        cuda_text = ", ".join(f"{k.replace('_', ' ')} {v}" for k in ("nvidia_driver", "cuda_driver", "cuda_runtime")
+                              if (v := f.get(k)))
+        commit = f["helpers"]["commit"][:12] + (" with changes" if f["helpers"]["changed"] else "") \
+            if f.get("helpers") else "not a git checkout"
+        return [f"gpu-report, {f['date']}: {names}",
+                f"{cuda_text or 'no CUDA'}; Python {f['python']}; helpers {commit}",
+                "packages: " + ", ".join(f"{k} {v}" for k, v in f["packages"].items())]
+
+    def __str__(self) -> str:
+        width = max((len(f"{r.label} ({r.work})") for r in self.rows), default=20) + 2
+        lines = [*self.header(), "",
+                 f"ch  {'measurement':<{width}}{'predicted':>11}{'measured':>11}{'± IQR':>8}{'measured/predicted':>20}"]
+        for r in self.rows:
+            lines.append(f"{r.chapter:<4}{r.label + ' (' + r.work + ')':<{width}}{format_seconds(r.predicted):>11}"
+                         f"{format_seconds(r.timing.median):>11}{r.timing.spread:>8.0%}{r.ratio:>19.2f}x")
+        lines += [f"not measured: ch{s['chapter']} {s['label']}: {s['why']}" for s in self.skipped]
+        if self.rows:
+            ratios = [r.ratio for r in self.rows]
+            lines.append(f"{len(self.rows)} row{'s' * (len(self.rows) > 1)}; measured/predicted from "
+                         f"{min(ratios):.2f} to {max(ratios):.2f}")
+        return "\n".join(lines)
+
+
+def cases(here: Here, sizes: Sizes = CHAPTER_SIZES) -> list[Case]:
+    """Every chapter's cases for the accelerators here, in the chapters' order."""
+    return [case for build in CHAPTERS.values() for case in build(here, sizes)]
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _free_gpu_memory() -> None:
+    """Give the memory a finished case held in CuPy's pool back to the GPU, so JAX and later cases can have it."""
+    pool = getattr(sys.modules.get("cupy"), "get_default_memory_pool", None)
+    if pool is not None and cuda.gpu_here():
+        pool().free_all_blocks()
+
+
+def measure_all(todo: list[Case], say: Callable[..., None]) -> tuple[list[Row], list[dict[str, str]]]:
+    """Run every case: its row, or, when it fails (out of memory, too slow, ...), why, so the others still run."""
+    rows, skipped = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoisyTimingWarning)  # every row records its spread
+        for i, case in enumerate(todo, 1):
+            say(f"[{i}/{len(todo)}] ch{case.chapter} {case.label} ({case.work}) ... ", end="")
+            try:
+                row = case.run()
+            except Exception as exc:  # noqa: BLE001 - one case failing must not lose the others: recorded with why
+                skipped.append({"chapter": case.chapter, "label": case.label, "work": case.work,
+                                "why": _one_line(exc)})
+                say(f"not measured: {_one_line(exc)}")
+            else:
+                rows.append(row)
+                say(f"{format_seconds(row.timing.median)} (predicted {format_seconds(row.predicted)})")
+            finally:
+                _free_gpu_memory()
+    return rows, skipped
+
+
+def run(sizes: Sizes = CHAPTER_SIZES, budget: float = DEFAULT_BUDGET, progress: TextIO | None = None) -> Report:
+    """Measure every case for the accelerators here, progress lines to `progress`; NoAccelerator before anything
+    runs when there is neither a GPU CuPy can use nor JAX on a GPU or TPU."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts: leave CuPy its share
+    here = accelerators()
+
+    def say(text: str, end: str = "\n") -> None:
+        if progress is not None:
+            print(text, end=end, file=progress, flush=True)
+
+    old = set_timing_budget(budget)
+    try:
+        rows, skipped = measure_all(cases(here, sizes), say)
+    finally:
+        set_timing_budget(old)
+    settings = {"sizes": "chapters" if sizes == CHAPTER_SIZES else "quick" if sizes == QUICK else "other",
+                "budget_s": budget}
+    return Report(facts(here), rows, skipped, settings)
+
+
+def suggested_name(report: Report) -> str:
+    """A file name for docs/ that python -m helpers.evidence picks up: gpu-report-<device>-<date>.json."""
+    device = report.facts["devices"][0]["name"] if report.facts["devices"] else "device"
+    slug = "".join(c if c.isalnum() else "-" for c in device.lower())
+    return f"gpu-report-{'-'.join(filter(None, slug.split('-')))}-{report.facts['date'][:10]}.json"
+
+
+def next_step(path: str, report: Report) -> str:
+    """What to do with the file written at `path` so that docs/predictions.md lists it."""
+    from fnmatch import fnmatch
+
+    from .evidence import PAGE, REPORTS
+
+    written = Path(path).resolve()
+    if written.parent == PAGE.parent and fnmatch(written.name, REPORTS):
+        return "commit it and run python -m helpers.evidence: docs/predictions.md then lists its rows"
+    return (f"to list it in docs/predictions.md, commit it as docs/{suggested_name(report)} and run "
+            "python -m helpers.evidence")

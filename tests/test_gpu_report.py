@@ -1,0 +1,323 @@
+"""python -m helpers gpu-report: its real code run here, on a stand-in GPU, and refused where there is none.
+
+CuPy cannot run on this machine, so a stand-in takes its place: test_cuda's FakeCupy (every RawKernel launch
+checked against the kernel's C signature, then run by the CPU executor), whose arrays helpers.backend is told
+are CuPy's, as real cupy.ndarrays are, and whose other functions are NumPy's. JAX, on this CPU, is told it runs on
+a GPU (or a TPU). Everything between the probe and the file is the command's own code: the chapters' helpers
+measure, helpers.roofline predicts, the report is written and read back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import io
+import json
+import math
+import platform
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cuda import FakeArray, FakeCupy, on_device
+
+from helpers import backend, cuda, cupy_cpu, evidence, gpu_report, roofline, specs, training, workloads
+from helpers.__main__ import main
+from helpers.backend import BackendStatus
+
+hardware_module = importlib.import_module("helpers.hardware")  # `helpers.hardware` is the function
+ROOT = Path(__file__).resolve().parents[1]
+#: Sizes the CPU executor runs in moments: every case of every chapter, small.
+TINY = gpu_report.Sizes(copy_mib=1, axpby=1_000, sweep=(100, 1_000), stream=600, matmul_kernels=8, roof_matmul=16,
+                        image=(8, 6), jax_matmul=(16, 32), pad_base=16, precision=16, widths=(64,), batch_sweep=(32,),
+                        steps=(10, 100), batches=(1, 4))
+GPU_NAME = "Tesla T4"
+
+
+class StandInCupy(FakeCupy):
+    """FakeCupy with what the report also asks of CuPy: the runtime's versions and properties, asnumpy, kernels
+    taking NumPy scalars (as CuPy's do), and NumPy's functions for the rest (the training step's xp.exp, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.__version__ = "0.0+stand-in"
+        props = {"name": GPU_NAME.encode(), "totalGlobalMem": 16 * 2**30, "multiProcessorCount": 40,
+                 "l2CacheSize": 0}  # no L2: beyond_l2 keeps the sizes given
+        self.cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDeviceProperties=lambda i: props,
+                                                  driverGetVersion=lambda: 12040, runtimeGetVersion=lambda: 12060)
+
+        class ElementwiseKernel:
+            def __init__(self, in_params, out_params, operation, name, preamble="") -> None:
+                self.on_cpu = cupy_cpu.ElementwiseKernel(in_params, out_params, operation, name, preamble=preamble)
+
+            def __call__(self, *args):
+                assert all(isinstance(a, FakeArray | np.generic) for a in args), [type(a) for a in args]
+                return on_device(self.on_cpu(*(np.asarray(a) if isinstance(a, FakeArray) else a for a in args)))
+
+        self.ElementwiseKernel = ElementwiseKernel
+
+    @staticmethod
+    def asnumpy(a) -> np.ndarray:
+        return np.array(a)
+
+    def __getattr__(self, name: str):
+        return getattr(np, name)
+
+
+def _on_accelerators(monkeypatch, jax_kind: str | None = "gpu", gpu: bool = True) -> StandInCupy:
+    """Make this machine look as if CuPy had a GPU (when `gpu`) and JAX ran on `jax_kind` (None: the CPU)."""
+    probes = backend.backends()  # the real probes first, of the real CuPy
+    fake = StandInCupy()
+    if gpu:
+        monkeypatch.setitem(sys.modules, "cupy", fake)
+        real_owner = backend.backend_of
+        monkeypatch.setattr(backend, "backend_of", lambda x: "cupy" if isinstance(x, FakeArray) else real_owner(x))
+    monkeypatch.setitem(probes, "cupy", BackendStatus("cupy", True, f"GPU: {GPU_NAME} (1 device)", device_kind="gpu")
+                        if gpu else BackendStatus("cupy", False, "no CUDA GPU found (0 devices)", "get a GPU", "gpu"))
+    monkeypatch.setitem(probes, "jax", BackendStatus("jax", True, f"{(jax_kind or 'cpu').upper()}: stand-in",
+                                                     device_kind=jax_kind or "cpu"))
+    return fake
+
+
+@pytest.fixture
+def fresh_caches():
+    """hardware() and the kernel cache probed anew inside the test, and again after it."""
+    hardware_module.hardware.cache_clear()
+    cuda.raw_kernel.cache_clear()
+    yield
+    hardware_module.hardware.cache_clear()
+    cuda.raw_kernel.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    """One run of the command, every chapter, on the stand-in GPU with JAX 'on it': exit code, output, file."""
+    import jax  # noqa: F401 - imported before the streams are swapped: its logging keeps the stderr it finds
+
+    path = tmp_path_factory.mktemp("report") / "report.json"
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        hardware_module.hardware.cache_clear()
+        cuda.raw_kernel.cache_clear()
+        _on_accelerators(mp)
+        mp.setattr(gpu_report, "QUICK", TINY)
+        mp.setattr(gpu_report, "TRAINING", dataclasses.replace(gpu_report.TRAINING, wide=64))  # one shape: quicker
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(["gpu-report", "--json", str(path), "--quick", "--budget", "0.01"])
+        finally:
+            hardware_module.hardware.cache_clear()
+            cuda.raw_kernel.cache_clear()
+    return types.SimpleNamespace(code=code, out=out.getvalue(), err=err.getvalue(), path=path)
+
+
+def test_the_command_writes_every_chapters_measurements_beside_their_predictions(full_run) -> None:
+    assert full_run.code == 0, full_run.err
+    data = json.loads(full_run.path.read_text(encoding="utf-8"))  # strict JSON: no NaN anywhere
+    assert data["kind"] == gpu_report.KIND and data["version"] == gpu_report.VERSION
+    assert data["skipped"] == [], data["skipped"]
+    assert data["settings"] == {"sizes": "quick", "budget_s": 0.01}
+    rows = data["rows"]
+    assert {r["chapter"] for r in rows} == {"03", "04", "05", "06"}
+    assert len({(r["chapter"], r["label"]) for r in rows}) == len(rows)  # every measurement once
+    for r in rows:
+        assert r["predicted_s"] > 0 and r["measured_s"] > 0 and r["iqr_s"] >= 0, r
+        assert r["ratio"] == pytest.approx(r["measured_s"] / r["predicted_s"], rel=1e-12), r
+        assert r["measured_s"] == r["timing"]["median_s"] and r["timing"]["samples"] >= 5, r
+        assert r["spec"] == "NVIDIA T4" and r["model"], r  # the stand-in is a T4: its published specs predict
+    by_label = {r["label"]: r for r in rows}
+    labels = set(by_label)
+    assert {"host -> GPU, 1 MiB", "axpby, data stays on the GPU", "axpby, copied in and out every call",
+            "fusion: CuPy, 3 passes", "fusion: ElementwiseKernel, 1 pass", "matmul: naive kernel",
+            "matmul: tiled kernel (16 x 16)", "matmul: cuBLAS (a @ b)", "sum: cupy.sum",
+            "sum: our block_sum kernel, 2 launches", "Mandelbrot: CUDA kernel", "roofline point: matmul 16",
+            "one epoch: CuPy", "one epoch: JAX, jit per step", "one epoch: JAX, one jit per epoch",
+            "epoch by width: CuPy, hidden 64", "epoch by width: JAX, jit per step, hidden 64",
+            "epoch by batch: CuPy, batch 32", "epoch by batch: JAX, jit per step, batch 32",
+            "recurrence: scan, n = 100", "recurrence: associative scan, n = 10", "inference: batch 4",
+            "jit matmul bfloat16, n = 32"} <= labels, labels
+    assert {f"axpby sweep, n = {n:,}" for n in TINY.sweep} <= labels
+    assert not any(label.startswith(("padding", "precision")) for label in labels)  # those are for a TPU only
+    assert ("one epoch: Keras" in labels) == gpu_report._keras_installed()
+    # the predictions are the chapters' own helpers, for the card here
+    t4 = cuda.GPU(GPU_NAME, specs.get("NVIDIA T4"), True)
+    assert by_label["host -> GPU, 1 MiB"]["predicted_s"] == roofline.predict_copy_seconds("NVIDIA T4", 2**20)
+    assert by_label["axpby, data stays on the GPU"]["predicted_s"] == t4.predict_cupy_axpby(TINY.axpby)
+    assert by_label["axpby, copied in and out every call"]["predicted_s"] == t4.predict_cupy_axpby(
+        TINY.axpby, copies=12 * TINY.axpby)
+    assert by_label["sum: our block_sum kernel, 2 launches"]["predicted_s"] == t4.predict_seconds(
+        TINY.stream, 4 * TINY.stream, launches=2)
+    assert by_label["inference: batch 4"]["predicted_s"] == gpu_report.predict_inference("NVIDIA T4", 4)
+    steps = 1347 // 32  # chapter 05's 1,347 training digits in batches of 32
+    assert by_label["epoch by width: CuPy, hidden 64"]["predicted_s"] == training.predict_epoch(
+        "NVIDIA T4", 32, 64, steps, 64, 10, kind="cupy").seconds
+
+
+def test_the_report_says_on_what_it_ran(full_run) -> None:
+    facts = json.loads(full_run.path.read_text(encoding="utf-8"))["facts"]
+    assert [(d["name"], d["via"], d["spec"]) for d in facts["devices"]] == [
+        (GPU_NAME, "cupy", "NVIDIA T4"), ("cpu", "jax", "NVIDIA T4")]
+    assert facts["cuda_driver"] == "12.4" and facts["cuda_runtime"] == "12.6"
+    assert facts["python"] == platform.python_version()
+    packages = facts["packages"]
+    for name in ("numpy", "jax", "jaxlib", "keras"):
+        assert packages[name] == importlib.metadata.version(name)
+    assert packages["numpy"] == np.__version__
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", facts["date"])
+    if (ROOT / ".git").exists():
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        assert facts["helpers"]["commit"] == head and isinstance(facts["helpers"]["changed"], bool)
+
+
+def test_the_command_prints_the_table_and_where_the_file_goes(full_run) -> None:
+    out = full_run.out
+    rows = json.loads(full_run.path.read_text(encoding="utf-8"))["rows"]
+    assert out.startswith("gpu-report, ") and f"{GPU_NAME} via cupy (predicted from the NVIDIA T4)" in out
+    assert "cuda driver 12.4, cuda runtime 12.6" in out
+    for r in rows:
+        line = next(line for line in out.splitlines() if f"{r['label']} ({r['work']})" in line)
+        assert line.startswith(r["chapter"]) and line.endswith(f"{r['ratio']:.2f}x"), line
+    assert f"{len(rows)} rows; measured/predicted from" in out
+    report = gpu_report.Report(json.loads(full_run.path.read_text())["facts"], [])
+    name = f"gpu-report-tesla-t4-{report.facts['date'][:10]}.json"
+    assert gpu_report.suggested_name(report) == name
+    assert out.endswith(f"wrote {full_run.path}; to list it in docs/predictions.md, commit it as docs/{name} and run "
+                        "python -m helpers.evidence\n")
+    assert gpu_report.next_step(str(ROOT / "docs" / name), report) == (
+        "commit it and run python -m helpers.evidence: docs/predictions.md then lists its rows")
+    assert re.search(r"^\[1/\d+\] ch03 host -> GPU, 1 MiB .*\.\.\. .*\(predicted .*\)$", full_run.err, re.M)
+
+
+def test_the_page_lists_the_reports_rows_as_measured_by_this_project(full_run, tmp_path) -> None:
+    (tmp_path / "gpu-report-tesla-t4-2030-01-01.json").write_text(full_run.path.read_text())
+    reports = evidence.load_reports(tmp_path)
+    assert [name for name, _ in reports] == ["gpu-report-tesla-t4-2030-01-01.json"]
+    text = evidence.page(reports=reports)
+    section = text.split("## Measured by this project on a GPU or a TPU")[1].split("## The model's constants")[0]
+    assert "None yet" not in section and f"### {GPU_NAME} via cupy, cpu via jax" in section
+    rows = reports[0][1]["rows"]
+    for r in rows:
+        assert f"| {r['chapter']} | {r['label']} | {r['work']} | " in section
+        assert f" | {r['ratio']:.2f} | " in section
+    assert f"{len(rows)} rows; ratios from" in section
+
+
+def test_without_a_gpu_or_tpu_it_says_what_it_is_for_and_writes_nothing(monkeypatch, fresh_caches, tmp_path,
+                                                                         capsys) -> None:
+    _on_accelerators(monkeypatch, jax_kind=None, gpu=False)
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    old.write_text("kept")
+    for path in (new, old):
+        assert main(["gpu-report", "--json", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("python -m helpers gpu-report: error: no GPU or TPU here")
+        assert "records every measurement the chapters make" in err and "Runtime > Change runtime type" in err
+    assert not new.exists() and old.read_text() == "kept"
+    with pytest.raises(gpu_report.NoAccelerator, match=r"JAX runs on the CPU"):
+        gpu_report.run(TINY, 0.01)
+
+
+def test_bad_arguments_are_refused_before_anything_runs(monkeypatch, capsys, tmp_path) -> None:
+    monkeypatch.setattr(gpu_report, "run", lambda *a, **k: pytest.fail("ran"))
+    for argv, message in ((["--budget", "0"], "argument --budget: '0' is not a number of seconds"),
+                          (["--json", str(tmp_path / "no" / "x.json")], "does not exist"),
+                          (["--size", "3"], "unrecognized arguments: --size 3 (accepted: --help, --json, --quick")):
+        assert main(["gpu-report", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+
+
+def test_a_case_that_fails_is_recorded_with_why_and_the_others_still_run(monkeypatch, fresh_caches) -> None:
+    fake = _on_accelerators(monkeypatch, jax_kind=None)
+    monkeypatch.setattr(gpu_report, "CHAPTERS", {"03": gpu_report.chapter03})
+    fake.emulations["matmul_naive"] = lambda *args: 1 / 0  # a GPU whose launch fails
+    report = gpu_report.run(TINY, 0.01)
+    assert report.skipped == [{"chapter": "03", "label": "matmul: naive kernel",
+                               "work": "n = 8 float32, 0.25 FLOP/byte", "why": "ZeroDivisionError: division by zero"}]
+    labels = [r.label for r in report.rows]
+    assert "matmul: tiled kernel (16 x 16)" in labels and "Mandelbrot: CUDA kernel" in labels
+    assert "not measured: ch03 matmul: naive kernel: ZeroDivisionError: division by zero" in str(report)
+
+
+def test_on_a_tpu_the_matmuls_are_padded_and_the_precisions_timed(monkeypatch, fresh_caches) -> None:
+    _on_accelerators(monkeypatch, jax_kind="tpu", gpu=False)
+    monkeypatch.setattr(gpu_report, "CHAPTERS", {"04": gpu_report.chapter04})
+    report = gpu_report.run(TINY, 0.01)
+    assert report.skipped == []
+    v5e = specs.get("TPU v5e")  # the TPU Colab lends: its specs stand in for a TPU whose own are not on file
+    by_label = {r.label: r for r in report.rows}
+    assert {f"padding: bf16 matmul, n = {n}" for n in (16, 17, 16 + 128)} <= set(by_label)
+    assert by_label["padding: bf16 matmul, n = 17"].predicted == roofline.predict_matmul_seconds(v5e, 17, 17, 17,
+                                                                                                 "bfloat16")
+    flops, nbytes = workloads.matmul_flops(16), workloads.matmul_bytes(16, 4)
+    for precision, passes in (("HIGHEST", 6), ("DEFAULT", 1)):  # HIGHEST: six bf16 passes of the MXU
+        assert by_label[f"precision: float32, precision {precision}"].predicted == roofline.predict_seconds(
+            v5e, flops=passes * flops, bytes=nbytes, dtype="bfloat16", call="jax_tpu", matmul=True)
+    assert all(r.spec == "TPU v5e" and r.timing.median > 0 for r in report.rows)
+
+
+def test_the_float32_roof_of_a_jax_matmul_follows_jaxs_precision_on_a_tf32_gpu() -> None:
+    import jax
+
+    h100, t4 = specs.get("NVIDIA H100 SXM"), specs.get("NVIDIA T4")
+    assert gpu_report.jax_matmul_roof(h100, "bfloat16") == "bfloat16"
+    with jax.default_matmul_precision("highest"):
+        assert gpu_report.jax_matmul_roof(h100, "float32") == "float32"
+    with jax.default_matmul_precision("default"):
+        assert gpu_report.jax_matmul_roof(h100, "float32") == "tf32"
+        assert gpu_report.jax_matmul_roof(t4, "float32") == "float32"  # no TF32 on a T4
+        assert gpu_report.jax_matmul_roof(specs.get("TPU v5e"), "float32") == "float32"
+
+
+def _assignment(source: str, target: str) -> str:
+    """The right-hand side of the line `target = ...` in a chapter's code (comment dropped)."""
+    found = re.findall(rf"^{re.escape(target)} = (.+)$", source, re.M)
+    assert len(found) == 1, f"{target}: {len(found)} assignments"
+    return found[0].split("  #")[0].strip()
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n.replace("_", "")) for n in re.findall(r"(?<![\w.])\d[\d_]*(?:\.\d+)?", text)]
+
+
+def _code(notebook: str) -> str:
+    cells = json.loads((ROOT / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def test_the_sizes_and_kernels_are_the_chapters_own() -> None:
+    """Each size the report keeps is the one its chapter uses: the chapter imports it (h.gpu_report.CHAPTER_SIZES,
+    TRAINING, ...), or writes the same numbers; the fused kernel and chapter 06's functions are the chapters' own."""
+    s, t = gpu_report.CHAPTER_SIZES, gpu_report.TRAINING
+    expected = {
+        "03_gpu_cupy.ipynb": {"COPY_MIB": [s.copy_mib], "N": [s.axpby], "SWEEP": list(s.sweep),
+                              "GPU_FUSE": [s.stream], "N_ROOF_AXPBY": [s.stream], "N_SUM_GPU": [s.stream],
+                              "N_MM_GPU": [s.matmul_kernels], "N_ROOF_MATMUL, GPU_MATMUL": [s.roof_matmul],
+                              "BIG_IMAGE": list(s.image)},
+        "04_tpu_jax.ipynb": {"SIZES": list(s.jax_matmul), "BASE": [s.pad_base], "N_PRECISION": [s.precision],
+                             "MXU_PASSES": list(gpu_report.MXU_PASSES.values())},
+        "05_training.ipynb": {"HIDDEN, BATCH, EPOCHS, LR": [t.hidden, t.batch, t.epochs, t.lr],
+                              "HIDDEN_SWEEP": list(s.widths), "BATCH_SWEEP": list(s.batch_sweep),
+                              "HIDDEN_WIDE": [t.wide]},
+        "06_when_to_use_which.ipynb": {"N_STEPS": list(s.steps), "BATCHES": list(s.batches),
+                                       "ALPHA": [float(gpu_report.EMA_ALPHA)]},
+    }
+    for notebook, assignments in expected.items():
+        code = _code(notebook)
+        for target, values in assignments.items():
+            rhs = _assignment(code, target)
+            if not re.search(r"gpu_report|CHAPTER_SIZES|TRAINING|MXU_PASSES|EMA_ALPHA", rhs):  # not imported: same
+                found = _numbers(rhs)
+                assert all(any(math.isclose(v, f, rel_tol=1e-6) for f in found) for v in values), (notebook, target,
+                                                                                                   rhs, values)
+    fused = gpu_report.AXPBY_FUSED
+    code = _code("03_gpu_cupy.ipynb")
+    assert all(f'"{part}"' in code for part in (fused.in_params, fused.out_params, fused.operation, fused.name))
+    code = _code("06_when_to_use_which.ipynb")
+    assert "state = (1 - ALPHA) * state + ALPHA * value" in code and "return a1 * a2, a2 * b1 + b2" in code
+    assert "bytes=4 * (weights + batch * (64 + 64 + 10)), kernels=2" in code
