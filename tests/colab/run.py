@@ -1,18 +1,23 @@
-"""Run every chapter top to bottom as a learner on Colab's TPU runtime would, with Colab's own package versions.
+"""Run the chapters top to bottom as a learner on one of Colab's runtimes would, with Colab's own package versions.
 
-    .venv/bin/python tests/colab/run.py          # CI runs this (.ci/run); needs Python 3.13 and uv
+    .venv/bin/python tests/colab/run.py              # the TPU runtime's versions, every chapter
+    .venv/bin/python tests/colab/run.py --image gpu  # the GPU runtime's versions, the chapters that use a GPU
+                                                     # CI runs both (.ci/run); they need Python 3.13 and uv
 
-1. A fresh virtual environment (.colab-venv) with the Python of Colab's runtime and exactly the versions pinned
-   in pins-tpu.txt (Google's published list; see refresh_pins.py), installed without resolving anything else.
-2. Each notebook runs in a fresh kernel of that environment, `google.colab` (a stand-in) imported before the
-   first cell, in an empty working folder, as on Colab. The set-up cell is the stored one, its URL pointed at
-   this checkout's commit: it installs the series the way a learner's does.
+1. A fresh virtual environment (.colab-venv, or .colab-venv-gpu) with the Python of Colab's runtime and exactly the
+   versions pinned in pins-tpu.txt (or pins-gpu.txt: Google's published lists; see refresh_pins.py), installed
+   without resolving anything else. There is no TPU or GPU here: JAX and CuPy take their no-accelerator paths
+   (for the GPU runtime, see GPU_KERNEL_ENV).
+2. Each notebook, as this checkout's last commit has it, runs in a fresh kernel of that environment, with
+   `google.colab` (a stand-in) imported before the first cell, in an empty working folder, as on Colab. The set-up
+   cell is the stored one, its URL pointed at that commit: it installs the series the way a learner's does.
 3. The run fails on any error output, on any claim (`h.claim`) that printed False, on any printed line ending
    in "False", and when the set-up cell's install changed the version of a package Colab had preinstalled.
 """
 
 from __future__ import annotations
 
+import argparse
 import glob
 import json
 import os
@@ -22,9 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import nbformat
+from jupyter_client.kernelspec import KernelSpec
 from nbformat import NotebookNode
 
 from helpers import claims, project, upkeep
@@ -32,9 +40,7 @@ from helpers import claims, project, upkeep
 ROOT = Path(__file__).resolve().parents[2]
 
 HERE = Path(__file__).resolve().parent
-PINS = HERE / "pins-tpu.txt"
 STAND_IN = HERE / "stand_in"
-VENV = ROOT / ".colab-venv"
 PREFIX = "colab run:"
 #: A last cell added to every notebook: where `helpers` came from, and whether the set-up cell enabled widgets.
 AFTERWARDS = ("import json, sys\n"
@@ -42,16 +48,61 @@ AFTERWARDS = ("import json, sys\n"
               "'widgets': sys.modules['google.colab'].output.widget_manager_requests}))")
 VERSIONS = ("import importlib.metadata as m, json; "
             "print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version for d in m.distributions()}))")
+#: The packages whose versions the run names once the environment is built (those installed).
+NAMED = ("jax", "keras", "numpy", "cupy-cuda12x", "jax-cuda12-plugin", "nvidia-cuda-nvrtc-cu12")
+#: The chapters that use CuPy, NVRTC or a GPU, run with the GPU runtime's versions.
+GPU_CHAPTERS = ("03_gpu_cupy.ipynb", "05_training.ipynb", "06_when_to_use_which.ipynb")
+#: Colab's GPU runtime has a GPU and NVIDIA's CUDA libraries (at the versions Google ships with JAX's CUDA plugin);
+#: here there are neither. The plugin's check of those libraries' versions would fail, logging a traceback
+#: ("RuntimeError: Unable to load CUDA. Is it installed?") in the first cell that uses JAX, which no learner on
+#: that runtime sees. Without the check the plugin loads and registers as on Colab and, finding no GPU, leaves JAX
+#: on the CPU quietly.
+GPU_KERNEL_ENV = {"JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
+
+
+@dataclass(frozen=True)
+class Image:
+    """One of Colab's runtime images: the pins of its packages, the environment built from them, its chapters."""
+
+    name: str
+    pins: Path
+    venv: Path
+    chapters: tuple[project.Chapter, ...]
+    kernel_env: dict[str, str] = field(default_factory=dict)  # what stands in for hardware that is not here
+
+
+IMAGES = {
+    "tpu": Image("tpu", HERE / "pins-tpu.txt", ROOT / ".colab-venv", project.CHAPTERS),
+    "gpu": Image("gpu", HERE / "pins-gpu.txt", ROOT / ".colab-venv-gpu",
+                 tuple(chapter for chapter in project.CHAPTERS if chapter.file in GPU_CHAPTERS), GPU_KERNEL_ENV),
+}
 
 
 class Failed(Exception):
     """The Colab-versions run cannot go on, or found a problem; the message is one line saying which."""
 
 
-def _python_version() -> str:
-    found = re.search(r"^# python: (\d+\.\d+)$", PINS.read_text(encoding="utf-8"), re.MULTILINE)
+class _Arguments(argparse.ArgumentParser):
+    """The command line; a bad one is a Failed (one line), not argparse's usage and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise Failed(f"{message} ({self.format_usage().strip()})")
+
+
+def choose_image(argv: list[str]) -> Image:
+    """The image that the command line `argv` names with --image (tpu when none does)."""
+    parser = _Arguments(prog="tests/colab/run.py", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--image", choices=sorted(IMAGES), default="tpu",
+                        help=f"which Colab runtime's versions: tpu (every chapter) or gpu (chapters "
+                             f"{', '.join(file[:2] for file in GPU_CHAPTERS)})")
+    return IMAGES[parser.parse_args(argv).image]
+
+
+def python_version(pins: Path) -> str:
+    """The Python version ('3.13') that the pins file `pins` names."""
+    found = re.search(r"^# python: (\d+\.\d+)$", pins.read_text(encoding="utf-8"), re.MULTILINE)
     if not found:
-        raise Failed(f"{PINS.name} names no Python version (a '# python: 3.13' line): run refresh_pins.py")
+        raise Failed(f"{pins.name} names no Python version (a '# python: 3.13' line): run refresh_pins.py")
     return found.group(1)
 
 
@@ -85,31 +136,43 @@ def _run(command: list[str], what: str) -> None:
         raise Failed(f"{what}: {last}")
 
 
-def build_environment(python: str, uv: str) -> Path:
-    """A fresh .colab-venv holding exactly the pinned versions (and nothing they would pull in); its interpreter."""
-    _run([uv, "venv", "--quiet", "--clear", "--python", python, str(VENV)], f"cannot make a virtual environment "
-         f"with {python}")
-    venv_python = VENV / "bin" / "python"
-    _run([uv, "pip", "install", "--quiet", "--python", str(venv_python), "--no-deps", "-r", str(PINS)],
+def build_environment(image: Image, python: str, uv: str) -> Path:
+    """A fresh environment holding exactly `image`'s pins (and nothing they would pull in); its interpreter."""
+    _run([uv, "venv", "--quiet", "--clear", "--python", python, str(image.venv)], f"cannot make a virtual "
+         f"environment with {python}")
+    venv_python = image.venv / "bin" / "python"
+    _run([uv, "pip", "install", "--quiet", "--python", str(venv_python), "--no-deps", "-r", str(image.pins)],
          "cannot install Colab's pinned versions (is the package index reachable?)")
     return venv_python
 
 
 def versions(python: Path) -> dict[str, str]:
     """Every installed distribution of `python`'s environment and its version."""
-    ran = subprocess.run([str(python), "-c", VERSIONS], capture_output=True, text=True, check=True)
+    # Not from this checkout's folder: `python -c` would find its loops_to_tpus.egg-info there.
+    ran = subprocess.run([str(python.absolute()), "-c", VERSIONS], capture_output=True, text=True, check=True,
+                         cwd=python.parent)
     return json.loads(ran.stdout)
 
 
 def head_commit() -> str:
+    """This checkout's commit, which the set-up cells install (saying so when there are uncommitted changes)."""
     ran = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     if ran.returncode != 0:
         raise Failed(f"{ROOT} is not a git checkout: the set-up cell installs the series from a commit")
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()
     if dirty:
-        print(f"{PREFIX} note: uncommitted changes are not installed by the set-up cell (it installs HEAD)")
+        print(f"{PREFIX} note: uncommitted changes are not run (the chapters and the series come from HEAD)")
     return ran.stdout.strip()
+
+
+def read_chapter(chapter: project.Chapter, commit: str) -> NotebookNode:
+    """`chapter`'s notebook as `commit` has it: the same commit the set-up cell installs the series from."""
+    ran = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:notebooks/{chapter.file}"],
+                         capture_output=True, text=True)
+    if ran.returncode != 0:
+        raise Failed(f"commit {commit[:12]} has no notebooks/{chapter.file}: {ran.stderr.strip()}")
+    return nbformat.reads(ran.stdout, as_version=4)
 
 
 def pointed_at_checkout(nb: NotebookNode, commit: str) -> NotebookNode:
@@ -122,37 +185,23 @@ def pointed_at_checkout(nb: NotebookNode, commit: str) -> NotebookNode:
     return nb
 
 
-def set_up_as_on_colab(nb: NotebookNode) -> list[str]:
+def set_up_as_on_colab(nb: NotebookNode, venv: Path) -> list[str]:
     """What went wrong with the set-up, read from the AFTERWARDS cell: helpers must come from the environment
-    (installed by the set-up cell), not from this checkout, and the set-up cell must have enabled widgets."""
+    `venv` (installed by the set-up cell), not from this checkout, and the set-up cell must have enabled widgets."""
     outputs = nb.cells[-1].get("outputs", [])
     if not outputs or outputs[-1].output_type != "stream":
         return ["the notebook did not run to its end"]
     facts = json.loads(outputs[-1].text)
-    found = [] if Path(facts["helpers"]).is_relative_to(VENV) else \
+    found = [] if Path(facts["helpers"]).is_relative_to(venv) else \
         [f"helpers were imported from {facts['helpers']}, not from the environment the set-up cell installed into"]
     return found + ([] if facts["widgets"] == 1 else
                     [f"the set-up cell enabled Colab's widget manager {facts['widgets']} times, not once"])
 
 
-def problems(nb: NotebookNode) -> list[str]:
-    """What a learner would see go wrong in an executed notebook: errors, false claims, lines ending in False."""
-    found = set_up_as_on_colab(nb)
-    for index, cell in enumerate(nb.cells[:-1]):
-        for output in cell.get("outputs", []):
-            claim = output.get("metadata", {}).get(claims.CLAIM_KEY)
-            text = output.get("text", "") if output.output_type == "stream" else \
-                output.get("data", {}).get("text/plain", "")
-            if output.output_type == "error":
-                found.append(f"cell {index}: {output.ename}: {output.evalue}")
-            elif claim is not None and not claim["holds"]:
-                found.append(f"cell {index}: claim printed False: {claim['statement']}")
-            elif output.output_type == "stream" and output.name == "stderr" and "Traceback" in text:
-                found.append(f"cell {index}: a traceback on stderr: {text.strip().splitlines()[-1]}")
-            else:
-                found += [f"cell {index}: printed {line.strip()!r}" for line in str(text).splitlines()
-                          if line.rstrip().endswith("False")]
-    return found
+def problems(nb: NotebookNode, venv: Path) -> list[str]:
+    """What a learner would see go wrong in an executed notebook (claims.problems: errors, false claims, tracebacks,
+    lines ending in False), and a set-up that did not install helpers into `venv`."""
+    return set_up_as_on_colab(nb, venv) + claims.problems(nb.cells[:-1])
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -161,43 +210,55 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
             if after.get(name) != version]
 
 
-def main() -> int:
+def run_chapter(chapter: project.Chapter, image: Image, kernel: KernelSpec, commit: str) -> list[str]:
+    """Run one chapter as on Colab in `kernel`, printing how long it took; what went wrong, each named by file."""
+    nb = pointed_at_checkout(read_chapter(chapter, commit), commit)
+    nb.cells.append(nbformat.v4.new_code_cell(AFTERWARDS))
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="content-") as content:  # Colab's /content: empty
+        try:
+            found = problems(upkeep.run_notebook(nb, Path(content), kernel=kernel), image.venv)
+        except upkeep.CellFailed as exc:
+            found = [str(exc)]
+    verdict = "ok" if not found else f"{len(found)} problem(s)"
+    print(f"{PREFIX} {chapter.file}: {verdict} in {time.perf_counter() - began:.0f} s", flush=True)
+    return [f"{chapter.file}: {problem}" for problem in found]
+
+
+def run_image(image: Image, start: float) -> list[str]:
+    """Build `image`'s environment and run its chapters in it (`start`: when the run began); what went wrong."""
+    python = find_python(python_version(image.pins))
+    uv = find_uv()
+    commit = head_commit()
+    print(f"{PREFIX} building Colab's {image.name.upper()} environment with {python}", flush=True)
+    venv_python = build_environment(image, python, uv)
+    before = versions(venv_python)
+    named = ", ".join(f"{name} {before[name]}" for name in NAMED if name in before)
+    print(f"{PREFIX} {len(before)} packages at Colab's versions in {time.perf_counter() - start:.0f} s ({named})",
+          flush=True)
+    kernel = upkeep.kernel_spec(str(venv_python), env={"PYTHONPATH": str(STAND_IN),
+                                                       "PYDEVD_DISABLE_FILE_VALIDATION": "1", **image.kernel_env},
+                                startup=["import google.colab"])
+    failures = [failure for chapter in image.chapters for failure in run_chapter(chapter, image, kernel, commit)]
+    return failures + [f"the set-up cell changed a preinstalled package: {change}"
+                       for change in changed(before, versions(venv_python))]
+
+
+def main(argv: list[str]) -> int:
+    """Run the chapters of the image that `argv` names; 0 if a learner would see nothing go wrong."""
     start = time.perf_counter()
     try:
-        python = find_python(_python_version())
-        uv = find_uv()
-        commit = head_commit()
-        print(f"{PREFIX} building Colab's TPU environment with {python}", flush=True)
-        venv_python = build_environment(python, uv)
-        before = versions(venv_python)
-        print(f"{PREFIX} {len(before)} packages at Colab's versions in {time.perf_counter() - start:.0f} s "
-              f"(jax {before.get('jax')}, keras {before.get('keras')}, numpy {before.get('numpy')})", flush=True)
-        kernel = upkeep.kernel_spec(str(venv_python), env={"PYTHONPATH": str(STAND_IN),
-                                                           "PYDEVD_DISABLE_FILE_VALIDATION": "1"},
-                                    startup=["import google.colab"])
-        failures = []
-        for chapter in project.CHAPTERS:
-            nb = pointed_at_checkout(nbformat.read(ROOT / "notebooks" / chapter.file, as_version=4), commit)
-            nb.cells.append(nbformat.v4.new_code_cell(AFTERWARDS))
-            began = time.perf_counter()
-            with tempfile.TemporaryDirectory(prefix="content-") as content:  # Colab's /content: empty
-                try:
-                    found = problems(upkeep.run_notebook(nb, Path(content), kernel=kernel))
-                except upkeep.CellFailed as exc:
-                    found = [str(exc)]
-            failures += [f"{chapter.file}: {problem}" for problem in found]
-            verdict = "ok" if not found else f"{len(found)} problem(s)"
-            print(f"{PREFIX} {chapter.file}: {verdict} in {time.perf_counter() - began:.0f} s", flush=True)
-        failures += [f"the set-up cell changed a preinstalled package: {change}"
-                     for change in changed(before, versions(venv_python))]
+        image = choose_image(argv)
+        failures = run_image(image, start)
     except Failed as exc:
         print(f"{PREFIX} FAILED: {exc}", file=sys.stderr)
         return 1
     for failure in failures:
         print(f"{PREFIX} {failure}", file=sys.stderr)
-    print(f"{PREFIX} {'FAILED' if failures else 'passed'} in {time.perf_counter() - start:.0f} s")
+    print(f"{PREFIX} {image.name.upper()} image {'FAILED' if failures else 'passed'} in "
+          f"{time.perf_counter() - start:.0f} s")
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
