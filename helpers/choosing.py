@@ -263,6 +263,7 @@ def format_dollars(amount: float) -> str:
     """Dollars as a reader wants them: '$15.84', '$0.012', or '$1.6e-05' for less than a tenth of a cent."""
     if not finite(amount) or amount < 0:
         raise ValueError(f"amount must be a finite number of dollars, zero or more; got {amount!r:.40}")
-    if amount >= 0.01:
+    amount = float(amount) + 0.0  # -0.0 + 0.0 is 0.0: no "$-0.00"
+    if amount >= 0.01 or amount == 0:
         return f"${amount:,.2f}"
     return f"${amount:.2g}" if amount >= 0.001 else f"${amount:.1e}"

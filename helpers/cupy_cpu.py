@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,11 @@ import numpy as np
 from . import cuda_sim
 from .cuda import C_TYPES, Param, parse_params
 from .cuda_c import CudaCError
+
+#: The most seconds profiler.benchmark spends here, warm-up included, whatever it is asked for.
+STAND_IN_SECONDS = 10.0
+#: The most elements an ElementwiseKernel runs here: the executor's launch limit, so a call answers in seconds.
+MAX_ELEMENTS = cuda_sim.MAX_LAUNCH_THREADS
 
 ndarray = np.ndarray
 bool_, int32, int64, uint32, uint64, float32, float64 = (np.bool_, np.int32, np.int64, np.uint32, np.uint64,
@@ -121,6 +127,9 @@ class ElementwiseKernel:
             self._programs[source] = (self._compile(source, operation), operation)
         program, operation = self._programs[source]
         count = int(np.prod(shape))
+        if count > MAX_ELEMENTS:
+            raise ValueError(f"{self.name}: {count:,} elements; the CPU executor runs at most {MAX_ELEMENTS:,} (it "
+                             "checks every access, about a million operations a second): use a smaller size here")
         threads = block_size or 128
         if count:
             try:
@@ -164,6 +173,9 @@ class ElementwiseKernel:
             if size is None:
                 raise ValueError(f"{self.name}: with no array argument (only scalars and raw arrays), give the "
                                  "number of elements: size=n")
+            if isinstance(size, bool) or not isinstance(size, Integral) or not 0 <= size <= MAX_ELEMENTS:
+                raise ValueError(f"{self.name}: size must be a whole number of elements from 0 to {MAX_ELEMENTS:,} "
+                                 f"(the CPU executor's limit), got {size!r:.40}")
             return (int(size),)
         if size is not None:
             raise ValueError(f"{self.name}: size= is for calls without array arguments; the arrays give the size")
@@ -294,14 +306,16 @@ class cuda:  # noqa: N801 - cupy.cuda, as CuPy spells it
 class _PerfCaseResult:
     """What cupyx.profiler.benchmark returns, CPU times only: there is no GPU to time with CUDA events."""
 
-    def __init__(self, name: str, cpu_times: np.ndarray) -> None:
-        self.name, self.cpu_times = name, cpu_times
+    def __init__(self, name: str, cpu_times: np.ndarray, capped: bool = False) -> None:
+        self.name, self.cpu_times, self.capped = name, cpu_times, capped
         self.gpu_times = np.zeros((0, cpu_times.size))
 
     def __str__(self) -> str:
         us = self.cpu_times * 1e6
+        cap = (f" (stopped after {self.cpu_times.size:,} repeats: the stand-in times at most {STAND_IN_SECONDS:g} s)"
+               if self.capped else "")
         return (f"{self.name:<20}:    CPU: {us.mean():>10.3f} us   +/- {us.std():.3f} (min: {us.min():.3f} / max: "
-                f"{us.max():.3f}) us     GPU: none here (the CPU stand-in for CuPy times the CPU only)")
+                f"{us.max():.3f}) us     GPU: none here (the CPU stand-in for CuPy times the CPU only){cap}")
 
     __repr__ = __str__
 
@@ -313,7 +327,9 @@ class profiler:  # noqa: N801 - cupyx.profiler, as CuPy spells it
     def benchmark(func: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, *,
                   n_repeat: int = 10_000, name: str | None = None, n_warmup: int = 10,
                   max_duration: float = float("inf")) -> _PerfCaseResult:
-        """n_warmup calls, then up to n_repeat timed ones (stopping after max_duration seconds), as CuPy's."""
+        """n_warmup calls, then up to n_repeat timed ones (stopping after max_duration seconds), as CuPy's; on this
+        CPU at most STAND_IN_SECONDS in all (CuPy's 10,000 default repeats of a kernel the executor runs would take
+        hours), which the result then says."""
         if not callable(func) or not isinstance(args, tuple):
             raise TypeError("benchmark(func, args=(...)) takes a function and a tuple of its arguments, as "
                             "cupyx.profiler.benchmark does")
@@ -321,14 +337,18 @@ class profiler:  # noqa: N801 - cupyx.profiler, as CuPy spells it
             if isinstance(count, bool) or not isinstance(count, int) or count < (1 if what == "n_repeat" else 0):
                 raise ValueError(f"{what} must be a whole number ({'1' if what == 'n_repeat' else '0'} or more); "
                                  f"got {count!r:.40}")
-        kwargs = kwargs or {}
+        kwargs, started = kwargs or {}, time.perf_counter()
         for _ in range(n_warmup):
             func(*args, **kwargs)
-        times, started = [], time.perf_counter()
+            if time.perf_counter() - started >= STAND_IN_SECONDS:
+                break
+        times = []
         for _ in range(n_repeat):
             start = time.perf_counter()
             func(*args, **kwargs)
             times.append(time.perf_counter() - start)
-            if time.perf_counter() - started >= max_duration:
+            spent = time.perf_counter() - started
+            if spent >= min(max_duration, STAND_IN_SECONDS) or len(times) == n_repeat:
                 break
-        return _PerfCaseResult(name or getattr(func, "__name__", "function"), np.array(times))
+        capped = len(times) < n_repeat and spent >= STAND_IN_SECONDS and max_duration > STAND_IN_SECONDS
+        return _PerfCaseResult(name or getattr(func, "__name__", "function"), np.array(times), capped)

@@ -20,7 +20,7 @@ import numpy as np
 from . import specs
 from .cpu import BLAS_BEST_EFFICIENCY, CPUInfo
 from .hardware import Hardware, Peak
-from .validate import available_memory, finite, fraction, positive_int
+from .validate import available_memory, finite, flag, fraction, positive_int
 
 #: What a roofline or a prediction can be made for: this machine's CPU, a published spec (or its name), or a Peak.
 Device = CPUInfo | Hardware | specs.DeviceSpec | Peak | str
@@ -95,9 +95,10 @@ def published_spec(device: str | specs.DeviceSpec) -> specs.DeviceSpec:
         return device
     if not isinstance(device, str) or not device.strip():
         raise TypeError(f"device must be a spec name or object, got {device!r:.60}")
-    spec = specs.lookup(device)
+    spec = specs.named(device)
     if spec is None:
-        raise ValueError(f"no published specs for {device!r}; known devices: {', '.join(s.name for s in specs.ALL)}")
+        raise ValueError(f"no published specs for {device!r:.80}; known devices: "
+                         f"{', '.join(s.name for s in specs.ALL)} (or an alias such as 'T4', 'H100 SXM', 'TPU v5e')")
     return spec
 
 
@@ -250,7 +251,7 @@ def device_seconds(device: Device, *, flops: float, bytes: float, dtype: str | N
     """
     r = roofs(device)
     flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
-    kernels = positive_int("kernels", kernels)
+    kernels, matmul = positive_int("kernels", kernels), flag("matmul", matmul)
     return max(_compute_and_memory(r, flops, nbytes, dtype, matmul)) + kernels * _constant(KERNEL_FLOOR, r.kind, 0.0)
 
 
@@ -441,7 +442,7 @@ def decide(*, flops: float, bytes: float, calls: int = 1, kernels: int = 1, host
     flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
     host_bytes, footprint = _amount("host_bytes", host_bytes), _amount("footprint (bytes)", footprint)
     calls, kernels = positive_int("calls", calls), positive_int("kernels", kernels)
-    call = _choice("call", call, CALL_STYLES)
+    call, matmul = _choice("call", call, CALL_STYLES), flag("matmul", matmul)
     serial_fraction = fraction("serial_fraction", serial_fraction, "the share of the work that stays serial")
     if isinstance(devices, str) or not isinstance(devices, tuple | list):
         raise ValueError(f"devices must be a tuple of spec names such as {DECIDE_DEVICES} (or () for this CPU "

@@ -215,6 +215,10 @@ def _forms(text: str) -> set[str]:
     return set(_FORM_FACTOR.findall(text))
 
 
+#: The longest device name looked up: real names are under 60 characters (a longer one is a mistake, not a GPU).
+MAX_NAME = 200
+
+
 def lookup(name: str | bytes) -> DeviceSpec | None:
     """The spec whose name or alias best matches a device name as CuPy or JAX reports it, else None.
 
@@ -231,7 +235,7 @@ def lookup(name: str | bytes) -> DeviceSpec | None:
     """
     if isinstance(name, bytes):
         name = name.decode("utf-8", errors="replace")
-    if not isinstance(name, str) or not name.replace("\x00", "").strip():
+    if not isinstance(name, str) or not name.replace("\x00", "").strip() or len(name) > MAX_NAME:
         return None
     wanted = _norm(name.replace("\x00", ""))
     stated = _forms(wanted)
@@ -245,6 +249,16 @@ def lookup(name: str | bytes) -> DeviceSpec | None:
                 if best is None or len(key) > best[0]:
                     best = (len(key), spec)
     return best[1] if best else None
+
+
+def named(name: str) -> DeviceSpec | None:
+    """The spec whose name or alias is exactly `name` (case, spacing and NVIDIA's "NVIDIA"/"Tesla" apart), else
+    None. For names a person types ("NVIDIA T4", "t4", "TPU v5e"): lookup() also finds a card inside a longer
+    hardware name, so "definitely not a T4" would find the T4."""
+    if not isinstance(name, str) or len(name) > MAX_NAME:
+        return None
+    wanted = _norm(name)
+    return next((spec for spec in ALL if wanted and wanted in {_norm(n) for n in (spec.name, *spec.aliases)}), None)
 
 
 def get(name: str | bytes) -> DeviceSpec:

@@ -7,6 +7,8 @@ import os
 from numbers import Integral, Real
 from pathlib import Path
 
+import numpy as np
+
 #: The largest count or size the helpers accept: the largest whole number a float holds exactly (about 9e15),
 #: so that every count can become a float (a rate, a time) without overflowing or rounding.
 LARGEST = 2**53
@@ -22,6 +24,14 @@ def positive_int(name: str, value: object, meaning: str = "") -> int:
     if value > LARGEST:
         raise ValueError(f"{name} must be a positive integer{what} of at most {LARGEST:,} (2**53), got {value!r:.40}")
     return int(value)
+
+
+def flag(name: str, value: object) -> bool:
+    """`value` as a bool if it is True or False (NumPy's too); otherwise a TypeError naming `name`: a string such
+    as "no" is truthy, and would silently mean True."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r:.40}")
+    return bool(value)
 
 
 def seed(value: object) -> int:

@@ -98,7 +98,7 @@ def test_every_price_is_published_with_its_address_and_date_and_covers_the_predi
 
 
 @pytest.mark.parametrize(("amount", "shown"), [(15.8414, "$15.84"), (0.0123, "$0.01"), (0.0042, "$0.0042"),
-                                               (1.6e-5, "$1.6e-05"), (0, "$0.0e+00")])
+                                               (1.6e-5, "$1.6e-05"), (0, "$0.00"), (-0.0, "$0.00")])
 def test_dollars_read_as_people_write_them(amount, shown):
     assert choosing.format_dollars(amount) == shown
 

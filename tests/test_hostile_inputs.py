@@ -1,0 +1,59 @@
+"""Issue 22's silent wrong results and hangs in the model, the prices and the CuPy stand-in: each a clear error
+naming the argument, or a bounded answer, never a plausible wrong one."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from helpers import cupy_cpu, roofline, specs
+
+
+@pytest.mark.parametrize("name", ["definitely not a T4", "T4 T4", "my H100 SXM please", "x" * 10**7])
+def test_an_unknown_device_name_is_refused_with_the_known_ones(name: str) -> None:
+    with pytest.raises(ValueError, match="known devices: NVIDIA T4, "):
+        roofline.published_spec(name)
+
+
+@pytest.mark.parametrize(("name", "expected"), [("NVIDIA T4", "NVIDIA T4"), ("t4", "NVIDIA T4"),
+                                                ("Tesla T4", "NVIDIA T4"), ("TPU v5 lite", "TPU v5e"),
+                                                ("h100 pcie", "NVIDIA H100 PCIe")])
+def test_a_device_is_found_by_its_name_or_an_alias(name: str, expected: str) -> None:
+    assert roofline.published_spec(name).name == expected
+
+
+def test_hardware_names_are_still_found_inside_longer_names_but_not_endless_ones() -> None:
+    assert specs.lookup("NVIDIA H100 80GB HBM3").name == "NVIDIA H100 SXM"
+    assert specs.lookup("x" * 10**7 + " T4") is None
+
+
+@pytest.mark.parametrize("matmul", ["no", "False", 0, 1, None])
+def test_matmul_must_be_a_bool_not_something_truthy(matmul: object) -> None:
+    with pytest.raises(TypeError, match="matmul must be True or False"):
+        roofline.predict_seconds("NVIDIA T4", flops=1e9, bytes=1e6, matmul=matmul)
+    with pytest.raises(TypeError, match="matmul must be True or False"):
+        roofline.decide(flops=1e9, bytes=1e6, matmul=matmul, devices=())
+
+
+def test_an_elementwise_kernels_size_is_a_whole_number_the_executor_can_run() -> None:
+    fill = cupy_cpu.ElementwiseKernel("float32 a", "raw float32 y", "y[i] = a", "fill")
+    out = np.zeros(10, np.float32)
+    for bad in ("10", 10.0, -1, True, cupy_cpu.MAX_ELEMENTS + 1):
+        with pytest.raises(ValueError, match="size must be a whole number of elements"):
+            fill(np.float32(1), out, size=bad)
+    fill(np.float32(1), out, size=10)
+    assert (out == 1).all()
+    twice = cupy_cpu.ElementwiseKernel("float32 x", "float32 y", "y = x * 2", "twice")
+    with pytest.raises(ValueError, match="at most 262,144"):
+        twice(np.ones(10_000_000, np.float32))
+
+
+def test_the_stand_in_profiler_stops_within_its_limit_and_says_so(monkeypatch) -> None:
+    monkeypatch.setattr(cupy_cpu, "STAND_IN_SECONDS", 0.05)
+    result = cupy_cpu.profiler.benchmark(lambda: time.sleep(0.005), ())  # CuPy's default: 10,000 repeats
+    assert 1 <= result.cpu_times.size < 100 and result.capped
+    assert "stopped after" in str(result) and "at most 0.05 s" in str(result)
+    quick = cupy_cpu.profiler.benchmark(lambda: None, (), n_repeat=20)
+    assert quick.cpu_times.size == 20 and not quick.capped and "stopped" not in str(quick)
