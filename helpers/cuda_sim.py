@@ -517,6 +517,10 @@ def _arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any], 
     for i, ((pname, ctype), arg) in enumerate(zip(params, args, strict=True), 1):
         where = f"argument {i} ({ctype} {pname}) of {name}"
         want = np.dtype(DTYPES[ctype.name])
+        if getattr(arg, "ndim", None) == 0 and not isinstance(arg, np.generic):  # CuPy passes any array by pointer
+            raise TypeError(f"{where}: got a 0-d array; pass "
+                            + (f"an array of {want} with one element or more (a.reshape(1))" if ctype.pointer
+                               else f"a NumPy scalar, np.{want}(a.item()): CuPy would pass the array's address"))
         if ctype.pointer:
             array = arg if isinstance(arg, np.ndarray) or (not run and _device_array(arg)) else None
             if array is None:
@@ -571,7 +575,7 @@ def _scalar(where: str, ctype: CType, want: np.dtype, arg: Any) -> Any:
                             f"{'64-bit integer' if type(arg) is int else 'double' if type(arg) is float else 'bool'}"
                             f"; the kernel wants {ctype}: pass np.{want}({arg!r})")
         return CONVERSIONS[f"_to_{cuda_c._id(ctype.name)}"](arg)
-    if isinstance(arg, np.generic) or (isinstance(arg, np.ndarray) and arg.ndim == 0):
+    if isinstance(arg, np.generic):
         got = np.asarray(arg).dtype
         if got != want:
             raise TypeError(f"{where}: got a {got} scalar; the kernel wants {ctype}: pass np.{want}(...)")

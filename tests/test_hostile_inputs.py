@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from helpers import cupy_cpu, roofline, specs
+from helpers import cuda_sim, cupy_cpu, roofline, specs
 
 
 @pytest.mark.parametrize("name", ["definitely not a T4", "T4 T4", "my H100 SXM please", "x" * 10**7])
@@ -57,3 +57,14 @@ def test_the_stand_in_profiler_stops_within_its_limit_and_says_so(monkeypatch) -
     assert "stopped after" in str(result) and "at most 0.05 s" in str(result)
     quick = cupy_cpu.profiler.benchmark(lambda: None, (), n_repeat=20)
     assert quick.cpu_times.size == 20 and not quick.capped and "stopped" not in str(quick)
+
+
+@pytest.mark.parametrize("position", [0, 3])  # a pointer (float *a) and a scalar (int n)
+def test_a_0d_array_is_refused_where_a_kernel_takes_a_pointer_or_a_scalar(position: int) -> None:
+    source = 'extern "C" __global__ void fill(float *a, int n) { int i = threadIdx.x; if (i < n) a[i] = 1.0f; }'
+    args = [np.zeros(4, np.float32), np.int32(4)]
+    args[min(position, 1)] = np.array(4, dtype=np.int32) if position else np.array(0, dtype=np.float32)
+    with pytest.raises(TypeError, match="0-d array"):
+        cuda_sim.Program(source).launch("fill", (1,), (4,), args)
+    with pytest.raises(TypeError, match="0-d array"):
+        cuda_sim.check_launch(source, "fill", (1,), (4,), tuple(args))
