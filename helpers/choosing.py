@@ -171,6 +171,10 @@ def amdahl(serial_fraction: float, parallel_speedup: float) -> float:
 def amdahl_figure(measured_serial: float, fractions: tuple[float, ...] = (0.01, 0.05, 0.25)) -> Any:
     """Speed-up of the whole job against the speed-up of its parallel part, for a few serial fractions and the
     one measured here: each curve flattens at 1 / s."""
+    measured_serial = fraction("measured_serial", measured_serial, "the share of the work measured serial")
+    if not isinstance(fractions, tuple | list) or not fractions:
+        raise ValueError(f"fractions must be a tuple of serial shares such as (0.01, 0.05); got {fractions!r:.40}")
+    fractions = tuple(fraction("fractions", f, "a serial share") for f in fractions)
     p = np.logspace(0, 4, 60)
     fig = figure("Amdahl's law: the serial part sets the ceiling", height=420)
     for s in sorted({*fractions, measured_serial}):

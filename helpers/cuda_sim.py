@@ -26,6 +26,7 @@ import numpy as np
 
 from . import cuda_c
 from .cuda_c import CONVERSIONS, DTYPES, CType, CudaCError
+from .validate import positive_int
 
 #: Threads that run in lock step on an NVIDIA GPU.
 WARP_SIZE = 32
@@ -416,7 +417,7 @@ class Program:
         kernel = self._kernel(name)
         grid3, block3 = _executor_shape(grid, block)
         values = _arguments(name, kernel.params, args)
-        run = Launch(name, grid3, block3, int(max_steps))
+        run = Launch(name, grid3, block3, positive_int("max_steps", max_steps, "loop steps a launch may take"))
         fn = self._namespace[cuda_c._fn(name)]
         with np.errstate(all="ignore"):
             for bz in range(grid3[2]):

@@ -49,7 +49,13 @@ def asnumpy(a: Any) -> np.ndarray:
 
 def empty(shape: int | Sequence[int], dtype: Any = float) -> np.ndarray:
     """Uninitialised memory, as on a GPU: NaN for floats, -1 for integers, so a value never written shows."""
-    return np.full(shape, np.nan if np.dtype(dtype).kind == "f" else -1, dtype=dtype)
+    dims = (shape,) if isinstance(shape, Integral) else tuple(shape) if isinstance(shape, tuple | list) else None
+    if dims is None or any(isinstance(d, bool) or not isinstance(d, Integral) or d < 0 for d in dims):
+        raise ValueError(f"shape must be a whole number of elements, zero or more, or a tuple of them; got "
+                         f"{shape!r:.40}")
+    if int(np.prod(dims, dtype=np.float64)) > MAX_ELEMENTS * 64:
+        raise ValueError(f"shape {dims} is too large for the CPU stand-in (at most {MAX_ELEMENTS * 64:,} elements)")
+    return np.full(dims, np.nan if np.dtype(dtype).kind == "f" else -1, dtype=dtype)
 
 
 def empty_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
@@ -65,6 +71,10 @@ class RawKernel:
     def __init__(self, code: str, name: str, options: tuple[str, ...] = ()) -> None:
         if not isinstance(code, str) or not isinstance(name, str):
             raise TypeError("RawKernel(code, name) takes the CUDA C source and the kernel's name, both strings")
+        if isinstance(options, str) or not isinstance(options, tuple | list) or not all(
+                isinstance(o, str) for o in options):
+            raise TypeError(f"options must be a tuple of compiler option strings such as ('-std=c++17',); got "
+                            f"{options!r:.40}")
         self.code, self.name, self.options = code, name, tuple(options)
         self._program: cuda_sim.Program | None = None
 

@@ -58,6 +58,9 @@ class Roofs:
 
     def roof(self, dtype: str | None = None) -> Roof:
         """The compute roof for `dtype` (None: the highest); a ValueError listing the dtypes on file otherwise."""
+        if dtype is not None and not isinstance(dtype, str):
+            raise TypeError(f"dtype must be a dtype name such as 'float32' (or None: the highest roof); got "
+                            f"{type(dtype).__name__} {dtype!r:.40}")
         if dtype is None or (len(self.compute) == 1 and not self.compute[0].dtype):
             return self.compute[0]
         for r in self.compute:
@@ -226,7 +229,8 @@ def _amount(name: str, value: object, positive: bool = False) -> float:
 
 
 def _choice(name: str, value: object, accepted: tuple[str, ...] | dict[str, object]) -> str:
-    if value not in accepted:
+    """`value` if it is one of the `accepted` names (a str: a list or an array is not a name); else a ValueError."""
+    if not isinstance(value, str) or value not in accepted:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r:.40}")
     return str(value)
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from helpers import cuda_sim, cupy_cpu, roofline, specs
+from helpers import choosing, cuda_sim, cupy_cpu, roofline, specs
 
 
 @pytest.mark.parametrize("name", ["definitely not a T4", "T4 T4", "my H100 SXM please", "x" * 10**7])
@@ -68,3 +68,31 @@ def test_a_0d_array_is_refused_where_a_kernel_takes_a_pointer_or_a_scalar(positi
         cuda_sim.Program(source).launch("fill", (1,), (4,), args)
     with pytest.raises(TypeError, match="0-d array"):
         cuda_sim.check_launch(source, "fill", (1,), (4,), tuple(args))
+
+
+@pytest.mark.parametrize(("argument", "value", "error"), [
+    ("call", [], ValueError), ("call", np.array(["cupy"]), ValueError), ("timed", {}, ValueError),
+    ("dtype", [], TypeError), ("dtype", np.array(["float32"]), TypeError)])
+def test_the_models_names_must_be_names(argument: str, value: object, error: type) -> None:
+    with pytest.raises(error, match=argument):
+        roofline.predict_seconds("NVIDIA T4", flops=1e9, bytes=1e6, **{argument: value})
+
+
+def test_the_stand_ins_arguments_are_checked_with_a_message_of_their_own() -> None:
+    with pytest.raises(ValueError, match="shape must be a whole number"):
+        cupy_cpu.empty(-1, np.float32)
+    with pytest.raises(ValueError, match="too large for the CPU stand-in"):
+        cupy_cpu.empty((10**6, 10**6), np.float32)
+    assert cupy_cpu.empty((2, 0), np.float32).shape == (2, 0)
+    source = 'extern "C" __global__ void k(float *a) { a[threadIdx.x] = 1.0f; }'
+    with pytest.raises(TypeError, match="options must be a tuple"):
+        cupy_cpu.RawKernel(source, "k", options=5)
+    with pytest.raises(ValueError, match="max_steps must be a positive integer"):
+        cuda_sim.Program(source).launch("k", (1,), (1,), [np.zeros(1, np.float32)], max_steps=None)
+
+
+@pytest.mark.parametrize(("measured", "fractions"), [("x", (0.1,)), (0.1, "x"), (0.1, ()), (0.1, (2.0,)),
+                                                     (float("nan"), (0.1,))])
+def test_the_amdahl_figure_takes_serial_shares_from_0_to_1(measured: object, fractions: object) -> None:
+    with pytest.raises(ValueError, match="measured_serial|fractions"):
+        choosing.amdahl_figure(measured, fractions)
