@@ -153,6 +153,11 @@ _UNSUPPORTED_TYPES = ("float2", "float3", "float4", "int2", "int3", "int4", "hal
                       "long double")
 
 
+#: The largest source the executor takes: the series' kernels are under 5,000 characters, so a larger one is a
+#: mistake (a file pasted twice, a huge comment), and translating it would take minutes.
+MAX_SOURCE, MAX_LINES = 100_000, 5_000
+
+
 def _strip_comments(source: str) -> str:
     """Comments replaced by spaces (newlines kept, so line numbers stay)."""
     def blank(match: re.Match[str]) -> str:
@@ -166,6 +171,10 @@ def preprocess(source: str) -> tuple[str, list[str], set[str]]:
     A #define of a constant is expanded."""
     if not isinstance(source, str) or not source.strip():
         raise CudaCError(f"a kernel's source is a string of CUDA C; got {source!r:.60}")
+    if len(source) > MAX_SOURCE or source.count("\n") > MAX_LINES:
+        raise CudaCError(f"the source is {len(source):,} characters on {source.count(chr(10)) + 1:,} lines; the CPU "
+                         f"executor takes at most {MAX_SOURCE:,} characters and {MAX_LINES:,} lines (was something "
+                         "pasted in twice?)")
     text = _strip_comments(source)
     defines: dict[str, str] = {"warpSize": "32"}  # CUDA's built-in warpSize: 32 on every NVIDIA GPU
     lines = text.split("\n")
@@ -198,8 +207,11 @@ def preprocess(source: str) -> tuple[str, list[str], set[str]]:
                                         "float, double and bool", number)
     for _ in range(10):  # a #define may use another
         before = text
-        for name, value in defines.items():
-            text = re.sub(rf"(?<![\w.]){name}(?!\w)", f"({value})", text)
+        for name, value in defines.items():  # a function as the replacement: a backslash in `value` stays C's
+            text = re.sub(rf"(?<![\w.]){name}(?!\w)", lambda _, v=value: f"({v})", text)
+            if len(text) > MAX_SOURCE * 4:
+                raise UnsupportedSyntax(f"expanding #define {name} makes the source over {MAX_SOURCE * 4:,} "
+                                        "characters: does a macro use itself, or another that uses it, twice?")
         if text == before:
             break
     kernels, exported = kernel_names(text)

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from helpers import choosing, cuda_sim, cupy_cpu, roofline, specs
+from helpers import choosing, cuda_c, cuda_sim, cupy_cpu, roofline, specs
 
 
 @pytest.mark.parametrize("name", ["definitely not a T4", "T4 T4", "my H100 SXM please", "x" * 10**7])
@@ -96,3 +96,24 @@ def test_the_stand_ins_arguments_are_checked_with_a_message_of_their_own() -> No
 def test_the_amdahl_figure_takes_serial_shares_from_0_to_1(measured: object, fractions: object) -> None:
     with pytest.raises(ValueError, match="measured_serial|fractions"):
         choosing.amdahl_figure(measured, fractions)
+
+
+GOOD = 'extern "C" __global__ void k(float *a) { a[threadIdx.x] = 1.0f; }'
+
+
+@pytest.mark.parametrize("source", [
+    "/*" + "x" * 10_000_000 + "*/\n" + GOOD,  # a 10 MB comment before the kernel
+    GOOD + "\n" * 20_000_000,  # the right answer, then 20 MB of blank lines
+    "".join(f"#define M{i} ({'+'.join([f'M{i + 1}'] * 8)})\n" for i in range(9)) + "#define M9 1.0f\n"
+    + GOOD.replace("1.0f", "M0"),  # every macro uses the next eight times: 8**9 terms
+], ids=["huge comment", "blank lines", "exponential define"])
+def test_a_source_that_would_take_minutes_is_refused_before_any_work(source: str) -> None:
+    with pytest.raises(cuda_c.CudaCError, match="at most|over 400,000 characters"):
+        cuda_sim.Program(source)
+
+
+def test_a_backslash_in_a_define_stays_cs_own() -> None:
+    source = '#define ONE 1.0f\n#define PATH "a\\\\1"\n' + GOOD.replace("1.0f", "ONE")
+    out = np.zeros(1, np.float32)
+    cuda_sim.Program(source).launch("k", (1,), (1,), [out])
+    assert out[0] == 1.0
