@@ -147,7 +147,8 @@ def build_parser() -> Parser:
                                         "write one self-contained page: a table, GFLOP/s by machine and backend, "
                                         "and each machine under its own roofs. Unusable files are named and skipped.")
     merge.add_argument("files", metavar="FILE", nargs="+", help="bench --json files, one per machine")
-    merge.add_argument("--html", type=_output_path, metavar="PATH", required=True, help="the page to write")
+    merge.add_argument("--html", type=_page_path, metavar="PATH", required=True,
+                       help="the page to write (not one of the FILEs, not a symbolic link)")
     merge.set_defaults(parser=merge)
     classroom.set_defaults(parser=classroom)
     site = sub.add_parser("site", help="build the series as an offline HTML book: site build DIR",
@@ -199,6 +200,14 @@ def _into_folder(args: argparse.Namespace, write: Callable[..., list]) -> list:
         args.parser.error(f"cannot write into {args.dir!r}: {exc.strerror or exc}")
 
 
+def _page_path(text: str) -> str:
+    """classroom merge --html: a file _output_path accepts that is not a symbolic link (never written through)."""
+    if os.path.islink(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a symbolic link (to {os.readlink(text)!r}); give the page's "
+                                         "own path: a link is not written through")
+    return _output_path(text)
+
+
 def _machine_name(text: str) -> str:
     name = " ".join(text.split())
     if not name or len(name) > 80:
@@ -224,23 +233,32 @@ def _classroom(args: argparse.Namespace) -> int:
     """copies DIR [--force] | merge FILE... --html PATH: one line and exit 2 for what cannot be done."""
     from . import classroom
 
-    prog = args.parser.prog
     if args.classroom is None:
         args.parser.error("choose copies or merge (--help explains them)")
     if args.classroom == "copies":
         written = _into_folder(args, classroom.write_copies)
         print(f"wrote {len(written) - 1} learner copies and {written[-1]} ({written[-1].stat().st_size:,} bytes)")
         return 0
+    return _merge(args)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """merge FILE... --html PATH: the page, never over one of the FILEs; the files it cannot use named."""
+    from . import classroom
+
+    inputs = [f for f in args.files if _same_file(f, args.html)]
+    if inputs:
+        args.parser.error(f"--html {args.html!r} is the input file {inputs[0]!r}: give the page a path of its own "
+                          "(the FILEs are only read)")
     machines, skipped = classroom.read_machines(args.files)
     for line in skipped:
-        print(f"{prog}: {line}", file=sys.stderr)
+        print(f"{args.parser.prog}: {line}", file=sys.stderr)
     if not machines:
         args.parser.error("none of the files is a bench --json file; nothing to show")
     try:
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(classroom.class_page(machines))
+        classroom.write_page(args.html, classroom.class_page(machines))
     except OSError as exc:
-        print(f"{prog}: error: cannot write {args.html!r}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"{args.parser.prog}: error: cannot write {args.html!r}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     print(f"wrote {args.html}: {len(machines)} machine(s)" + (f", {len(skipped)} file(s) skipped" if skipped else ""))
     return 0

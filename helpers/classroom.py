@@ -4,21 +4,30 @@
     python -m helpers classroom merge a.json b.json ... --html class.html   # `bench --json` files in one page
 
 A mistake gets one line on stderr and exit code 2 (a bad command line, a folder that is not empty, no notebooks, no
-usable JSON file); a JSON file that cannot be used is named and skipped with the reason.
+usable JSON file, a page that would replace an input); a JSON file that cannot be used (not a regular file of at most
+1 MB, not JSON, not the shape bench --json writes) is named and skipped with the reason. Files are written as new
+files put in place: a link found where one goes is replaced, never written through.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import json
-import math
+import os
+import reprlib
+import secrets
+import stat
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from .project import CHAPTERS
+from .validate import LARGEST, finite
 
 #: The notebooks of a clone of the repository (an installed package has none).
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -38,14 +47,65 @@ class ClassroomError(Exception):
 
 def output_folder(folder: Path, force: bool, forbidden: Path, forbidden_what: str, what: str) -> None:
     """Make `folder` ready for `what`: never `forbidden` or inside it, an empty folder unless `force`."""
-    where = folder.resolve()
-    if where == forbidden.resolve() or forbidden.resolve() in where.parents:
+    if _inside(_resolved(folder), forbidden):
         raise ClassroomError(f"{folder} is {forbidden_what}: write {what} somewhere else")
+    if folder.is_symlink() and not folder.exists():
+        raise ClassroomError(f"{folder} is a symbolic link to {os.readlink(folder)}, which is not a folder: create "
+                             "that folder first, or give another one")
     if folder.exists() and not folder.is_dir():
         raise ClassroomError(f"{folder} is a file, not a folder")
     if folder.exists() and any(folder.iterdir()) and not force:
         raise ClassroomError(f"{folder} is not empty: add --force to write {what} into it anyway")
     folder.mkdir(parents=True, exist_ok=True)
+
+
+def _resolved(folder: Path) -> Path:
+    """`folder` with every symbolic link followed; a ClassroomError when they lead round in a loop."""
+    try:
+        with contextlib.suppress(FileNotFoundError):  # a folder to create
+            os.stat(folder)  # ELOOP on every Python (3.13's resolve() no longer raises for a loop)
+        return folder.resolve()
+    except (RuntimeError, OSError) as exc:  # ELOOP; RuntimeError: Python 3.11 and 3.12's "Symlink loop"
+        loop = isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP
+        why = "a loop of symbolic links" if loop else exc.strerror or str(exc)
+        raise ClassroomError(f"{folder} cannot be followed to a folder ({why}): give a folder, or a path where "
+                             "one can be created") from None
+
+
+def _inside(where: Path, forbidden: Path) -> bool:
+    """Whether the resolved path `where` is the folder `forbidden` or inside it, under any name."""
+    top = forbidden.resolve()
+    for place in (where, *where.parents):
+        with contextlib.suppress(OSError):  # a place that does not exist yet is no other folder's name
+            if place == top or os.path.samefile(place, top):
+                return True
+    return False
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write `data` as a new file renamed to `path`: a link there is replaced, never written through."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
+        raise
+
+
+def write_page(path: str | Path, text: str) -> None:
+    """Write `text` to `path`: a regular file is replaced (never written through a link); a pipe or device fed."""
+    path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_symlink():  # a named pipe, /dev/null
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)  # not waiting for a reader to open a pipe (ENXIO if none), waiting for it to read
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        replace_file(path, text.encode("utf-8"))
 
 
 def learner_copy(nb: Any) -> Any:
@@ -77,19 +137,26 @@ def write_copies(folder: str | Path, force: bool = False, source: Path = NOTEBOO
         raise ClassroomError(f"notebooks not found in {source}: {', '.join(missing)} (run this in a clone of the "
                              "repository)")
     output_folder(folder, force, source, "the series' own notebooks folder", "the copies")
-    written = []
+    contents = {}
     for chapter in CHAPTERS:
         nb = learner_copy(nbformat.read(source / chapter.file, as_version=4))
-        path = folder / chapter.file
-        path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
-        written.append(path)
+        contents[chapter.file] = (nbformat.writes(nb) + "\n").encode("utf-8")
+        replace_file(folder / chapter.file, contents[chapter.file])
+    written = [folder / name for name in contents]
     archive = folder / ZIP_NAME
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
-        for path in written:
-            info = zipfile.ZipInfo(f"loops-to-tpus/{path.name}", date_time=(2020, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, path.read_bytes())
+    replace_file(archive, _zipped(contents))
     return [*written, archive]
+
+
+def _zipped(contents: dict[str, bytes]) -> bytes:
+    """A zip of the files `contents` names, in a folder loops-to-tpus/, the same bytes every time."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in contents.items():
+            info = zipfile.ZipInfo(f"loops-to-tpus/{name}", date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data)
+    return buffer.getvalue()
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -105,35 +172,134 @@ class Machine:
     results: list[dict[str, Any]]
 
 
+#: The most bytes a bench --json file may have (one is a few KB): a larger file is skipped unread.
+MAX_JSON_BYTES = 1_000_000
 #: What every result of a bench JSON file must hold to be shown.
 RESULT_KEYS = ("op", "backend", "n", "dtype", "median_s", "gflops")
+#: What a file that is not a regular file is, for the message.
+KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a device"),
+         (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+Check = tuple[Callable[[Any], bool], str]
+#: How a value is shown in a message: a few levels and items, 40 characters of a string or a number.
+SHORT = reprlib.Repr()
+SHORT.maxlevel, SHORT.maxstring, SHORT.maxlong, SHORT.maxother = 3, 40, 40, 40
+
+
+def _number(value: Any) -> bool:
+    """Whether `value` is a finite number >= 0 (not a bool; an int too large for a float is not)."""
+    return finite(value) and value >= 0
+
+
+def _nullable(check: Check) -> Check:
+    """`check` that also accepts null (None)."""
+    return (lambda value: value is None or check[0](value)), f"{check[1]} or null"
+
+
+def _peaks(value: Any) -> bool:
+    """Whether `value` is an object whose values are numbers >= 0 (an accelerator's peak_flops)."""
+    return isinstance(value, dict) and all(_number(v) for v in value.values())
+
+
+TEXT: Check = ((lambda value: isinstance(value, str)), "a string")
+NUMBER: Check = (_number, "a number >= 0")
+COUNT: Check = ((lambda value: isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= LARGEST),
+                "a whole number from 1 to 2**53")
+#: The fields of a bench --json file the page reads, and what each must be (any other field is not read).
+TOP_FIELDS = {"name": _nullable(TEXT)}
+HARDWARE_FIELDS = {"cpu_model": _nullable(TEXT), "peak_fp32": _nullable(NUMBER), "bandwidth": _nullable(NUMBER),
+                   "accelerators": ((lambda value: value is None or isinstance(value, list)), "a list or null")}
+ACCELERATOR_FIELDS = {"name": _nullable(TEXT), "peak_flops": _nullable((_peaks, "an object of numbers >= 0")),
+                      "peak_bandwidth": _nullable(NUMBER)}
+RESULT_FIELDS = {"op": TEXT, "backend": TEXT, "n": COUNT, "dtype": TEXT, "median_s": NUMBER,
+                 "gflops": _nullable(NUMBER), "gbps": _nullable(NUMBER), "fraction_of_peak": _nullable(NUMBER)}
 
 
 def read_machine(path: str | Path) -> Machine:
     """A bench JSON file as a Machine; a ValueError saying what is wrong with it otherwise."""
     path = Path(path)
+    raw = read_small_file(path, MAX_JSON_BYTES)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ValueError("it is not text (a bench --json file is JSON)") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"it is not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError("it is nested too deeply to be a bench --json file") from None
+    except ValueError:  # Python's limit on the digits of an int (4,300)
+        raise ValueError("it holds a number of thousands of digits: not a bench --json file") from None
+    problem = bench_file_problem(data)
+    if problem:
+        raise ValueError(problem)
+    model = data["hardware"].get("cpu_model") or "?"
+    name = data["name"] if (data.get("name") or "").strip() else f"{path.stem} ({model})"
+    return Machine(name, data["hardware"], data["results"])
+
+
+def read_small_file(path: Path, limit: int) -> bytes:
+    """The bytes of `path`, a regular file of at most `limit` bytes; a ValueError otherwise (a pipe is never opened)."""
+    try:
+        _check_regular(os.stat(path), limit)
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            _check_regular(os.fstat(f.fileno()), limit)  # what was opened, should the path have changed since
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ValueError(f"it grew past {limit:,} bytes while being read")
+    return data
+
+
+def _check_regular(status: os.stat_result, limit: int) -> None:
+    """A ValueError when `status` is not a regular file's of at most `limit` bytes."""
+    if not stat.S_ISREG(status.st_mode):
+        kind = next((what for test, what in KINDS if test(status.st_mode)), "something else")
+        raise ValueError(f"it is {kind}, not a regular file (what bench --json writes); it was not opened")
+    if status.st_size > limit:
+        raise ValueError(f"it is {status.st_size:,} bytes, more than the {limit:,} a bench --json file may have "
+                         "(one is a few KB)")
+
+
+def bench_file_problem(data: Any) -> str | None:
+    """What makes `data`, a parsed JSON file, unusable as a bench --json file; None if nothing does."""
     if not isinstance(data, dict) or not isinstance(data.get("hardware"), dict) or not isinstance(
             data.get("results"), list):
-        raise ValueError("it is not a bench --json file (expected 'hardware' and 'results')")
-    results = [r for r in data["results"] if isinstance(r, dict) and all(k in r for k in RESULT_KEYS)
-               and _number(r["median_s"]) and (r["gflops"] is None or _number(r["gflops"]))]
-    if not results:
-        raise ValueError("it holds no results with op, backend, n, dtype, median_s and gflops")
-    name = data.get("name") if isinstance(data.get("name"), str) and data["name"].strip() else None
-    model = data["hardware"].get("cpu_model") if isinstance(data["hardware"].get("cpu_model"), str) else "?"
-    return Machine(name or f"{path.stem} ({model})", data["hardware"], results)
+        return "it is not a bench --json file (expected 'hardware' and 'results')"
+    if not data["results"]:
+        return "it holds no results with op, backend, n, dtype, median_s and gflops"
+    for where, record, fields, required in _records(data):
+        problem = _record_problem(where, record, fields, required)
+        if problem:
+            return problem
+    return None
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+def _records(data: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Check], Sequence[str]]]:
+    """Each part of a bench file to check: (where, the part, its fields, those it must have), in order."""
+    yield "", data, TOP_FIELDS, ()
+    yield "hardware", data["hardware"], HARDWARE_FIELDS, ()
+    for i, accelerator in enumerate(data["hardware"].get("accelerators") or []):  # a list: checked just before
+        yield f"hardware.accelerators[{i}]", accelerator, ACCELERATOR_FIELDS, ()
+    for i, result in enumerate(data["results"]):
+        yield f"results[{i}]", result, RESULT_FIELDS, RESULT_KEYS
+
+
+def _record_problem(where: str, record: Any, fields: dict[str, Check], required: Sequence[str]) -> str | None:
+    """The first of `record`'s fields that is missing (of `required`) or not what `fields` says; None if none."""
+    if not isinstance(record, dict):
+        return f"{where} is {_shown(record)}, not an object"
+    for key, (check, expected) in fields.items():
+        if key not in record and key in required:
+            return f"{where} has no {key!r}"
+        if key in record and not check(record[key]):
+            return f"{where + '.' if where else ''}{key} is {_shown(record[key])}, not {expected}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    """`value` in a message, cut short: a few levels and items of a list or an object, 40 characters of the rest."""
+    return SHORT.repr(value)
 
 
 def read_machines(paths: Sequence[str | Path]) -> tuple[list[Machine], list[str]]:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from .classroom import ClassroomError, output_folder
+from .classroom import ClassroomError, output_folder, replace_file
 from .project import CHAPTERS
 from .upkeep import PLOTLY
 
@@ -111,7 +110,7 @@ def guide_html(text: str) -> str:
 
 def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> list[Path]:
     """Write the book into `folder`; returns the files written. Refuses the repository's own folders, and a
-    folder that is not empty unless `force`."""
+    folder that is not empty unless `force`; a link in `folder` where a page goes is replaced, never followed."""
     import plotly
 
     folder = Path(folder)
@@ -120,12 +119,11 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> 
         raise ClassroomError(f"not found: {', '.join(missing) or GUIDE} (run this in a clone of the repository)")
     output_folder(folder, force, ROOT, f"inside the repository ({ROOT})", "the site")
     written = [folder / "plotly.min.js"]
-    shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", written[0])
+    replace_file(written[0], (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
     for index, chapter in enumerate(CHAPTERS):
-        page = folder / _page(chapter.file)
-        page.write_text(chapter_html(source / chapter.file, index), encoding="utf-8")
-        written.append(page)
+        written.append(folder / _page(chapter.file))
+        replace_file(written[-1], chapter_html(source / chapter.file, index).encode("utf-8"))
     for name, html in (("index.html", index_html()), ("teaching.html", guide_html(GUIDE.read_text("utf-8")))):
-        (folder / name).write_text(html, encoding="utf-8")
         written.append(folder / name)
+        replace_file(written[-1], html.encode("utf-8"))
     return written

@@ -5,14 +5,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
+import stat
+import threading
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from helpers import classroom
-from helpers.__main__ import main
+from helpers.__main__ import PROG, main
 from helpers.project import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,11 +132,145 @@ def test_merge_without_one_usable_file_is_one_line_and_exit_2(tmp_path) -> None:
     assert _main(["classroom"])[0] == 2
 
 
-@pytest.mark.parametrize("results", [[], [{"op": "matmul"}], [{"op": "matmul", "backend": "numpy", "n": 8,
-                                                                "dtype": "float32", "median_s": "fast",
-                                                                "gflops": 1.0}]])
-def test_a_file_without_usable_results_says_so(tmp_path, results) -> None:
+@pytest.mark.parametrize(("results", "why"), [
+    ([], "it holds no results with op, backend, n, dtype, median_s and gflops"),
+    ([{"op": "matmul"}], "results[0] has no 'backend'"),
+    ([{"op": "matmul", "backend": "numpy", "n": 8, "dtype": "float32", "median_s": "fast", "gflops": 1.0}],
+     "results[0].median_s is 'fast', not a number >= 0")])
+def test_a_file_without_usable_results_says_so(tmp_path, results, why) -> None:
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"hardware": {}, "results": results}))
-    with pytest.raises(ValueError, match="it holds no results with op, backend, n, dtype, median_s and gflops"):
+    with pytest.raises(ValueError, match=re.escape(why)):
         classroom.read_machine(path)
+
+
+# ---------------------------------------------------------------- files that are not what they seem
+
+
+@pytest.mark.parametrize("page", ["the same path", "another spelling", "a hard link"])
+def test_merge_never_writes_its_page_over_one_of_its_inputs(bench_json, tmp_path, page) -> None:
+    victim = tmp_path / "victim.json"
+    victim.write_bytes(bench_json.read_bytes())
+    (tmp_path / "sub").mkdir()
+    html = {"the same path": str(victim), "another spelling": f"{tmp_path}/sub/../victim.json",
+            "a hard link": str(tmp_path / "class.html")}[page]
+    if page == "a hard link":
+        os.link(victim, html)
+    code, out, err = _main(["classroom", "merge", str(bench_json), str(victim), "--html", html])
+    assert code == 2 and not out and err.count("\n") == 1
+    assert err == (f"{PROG} classroom merge: error: --html {html!r} is the input file {str(victim)!r}: "
+                   "give the page a path of its own (the FILEs are only read)\n")
+    assert victim.read_bytes() == bench_json.read_bytes()
+
+
+@pytest.mark.parametrize("leads_to", ["a notebook", "nothing yet"])
+def test_merge_never_writes_its_page_through_a_symbolic_link(bench_json, tmp_path, leads_to) -> None:
+    notebooks = tmp_path / "repo" / "notebooks"  # a repository-like tree: the real notebooks are never touched
+    notebooks.mkdir(parents=True)
+    (notebooks / "00_start_here.ipynb").write_text('{"cells": []}')
+    target = notebooks / ("00_start_here.ipynb" if leads_to == "a notebook" else "new.html")
+    (tmp_path / "class.html").symlink_to(target)
+    code, out, err = _main(["classroom", "merge", str(bench_json), "--html", str(tmp_path / "class.html")])
+    assert code == 2 and not out and err.count("\n") == 1
+    assert err.endswith(f"error: argument --html: {str(tmp_path / 'class.html')!r} is a symbolic link (to "
+                        f"{str(target)!r}); give the page's own path: a link is not written through\n")
+    assert sorted(p.name for p in notebooks.iterdir()) == ["00_start_here.ipynb"]
+    assert (notebooks / "00_start_here.ipynb").read_text() == '{"cells": []}'
+
+
+def test_merge_replaces_a_page_that_is_a_second_name_of_another_file(bench_json, tmp_path) -> None:
+    (tmp_path / "notebook.ipynb").write_text("keep me")
+    os.link(tmp_path / "notebook.ipynb", tmp_path / "class.html")
+    code, _, _ = _main(["classroom", "merge", str(bench_json), "--html", str(tmp_path / "class.html")])
+    assert code == 0 and (tmp_path / "notebook.ipynb").read_text() == "keep me"
+    assert (tmp_path / "class.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def _changed(data: dict, where: tuple, value: object) -> dict:
+    """A deep copy of `data` with the field at `where` (keys and indices) set to `value`."""
+    data = json.loads(json.dumps(data))
+    *parents, last = where
+    holder = data
+    for key in parents:
+        holder = holder[key]
+    holder[last] = value
+    return data
+
+
+WRONG_KINDS = [
+    (("results", 0, "op"), {"x": 1}, "results[0].op is {'x': 1}, not a string"),
+    (("results", 0, "backend"), ["numpy"], "results[0].backend is ['numpy'], not a string"),
+    (("results", 0, "n"), "64", "results[0].n is '64', not a whole number from 1 to 2**53"),
+    (("results", 0, "n"), 2**60, "results[0].n is 1152921504606846976, not a whole number from 1 to 2**53"),
+    (("results", 0, "median_s"), 10**400, "results[0].median_s is 100000000000000000...0000000000000000000, not a "
+                                          "number >= 0"),
+    (("results", 0, "gflops"), True, "results[0].gflops is True, not a number >= 0 or null"),
+    (("results", 0, "gbps"), "fast", "results[0].gbps is 'fast', not a number >= 0 or null"),
+    (("results", 1), [1], "results[1] is [1], not an object"),
+    (("name",), 5, "name is 5, not a string or null"),
+    (("hardware", "cpu_model"), {"a": [[[[1]]]]}, "hardware.cpu_model is {'a': [[[...]]]}, not a string or null"),
+    (("hardware", "peak_fp32"), -1.0, "hardware.peak_fp32 is -1.0, not a number >= 0 or null"),
+    (("hardware", "accelerators"), 5, "hardware.accelerators is 5, not a list or null"),
+    (("hardware", "accelerators"), ["T4"], "hardware.accelerators[0] is 'T4', not an object"),
+    (("hardware", "accelerators"), [{"name": "T4", "peak_flops": {"fp32": "many"}, "peak_bandwidth": 3e11}],
+     "hardware.accelerators[0].peak_flops is {'fp32': 'many'}, not an object of numbers >= 0 or null")]
+
+
+@pytest.mark.parametrize(("where", "value", "why"), WRONG_KINDS, ids=[why.split(" ")[0] for *_, why in WRONG_KINDS])
+def test_merge_names_and_skips_a_file_with_a_field_of_the_wrong_kind(bench_json, tmp_path, where, value, why) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_changed(json.loads(bench_json.read_text()), where, value)))
+    code, out, err = _main(["classroom", "merge", str(bench_json), str(bad), "--html", str(tmp_path / "c.html")])
+    assert code == 0 and "1 machine(s), 1 file(s) skipped" in out
+    assert err == f"{PROG} classroom merge: skipped {bad}: {why}\n"
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("[" * 100_000 + "]" * 100_000, "it is nested too deeply to be a bench --json file"),
+    ('{"hardware": {}, "results": [' + "9" * 5000 + "]}",
+     "it holds a number of thousands of digits: not a bench --json file")])
+def test_merge_names_and_skips_a_file_python_cannot_parse(tmp_path, text, why) -> None:
+    (tmp_path / "odd.json").write_text(text)
+    assert classroom.read_machines([tmp_path / "odd.json"]) == ([], [f"skipped {tmp_path / 'odd.json'}: {why}"])
+
+
+def test_merge_skips_a_file_too_large_for_a_bench_file_unread(tmp_path) -> None:
+    with open(tmp_path / "huge.json", "wb") as f:
+        f.truncate(100_000_000)  # 100 MB (sparse: nothing is written to disk)
+    assert classroom.read_machines([tmp_path / "huge.json"]) == ([], [
+        f"skipped {tmp_path / 'huge.json'}: it is 100,000,000 bytes, more than the 1,000,000 a bench --json file may "
+        "have (one is a few KB)"])
+
+
+def test_merge_skips_a_named_pipe_nobody_writes_and_a_folder_without_waiting(tmp_path) -> None:
+    os.mkfifo(tmp_path / "pipe.json")
+    found: list = []
+    reading = threading.Thread(target=lambda: found.append(classroom.read_machines([tmp_path / "pipe.json",
+                                                                                     tmp_path])), daemon=True)
+    reading.start()
+    reading.join(timeout=30)
+    if reading.is_alive():  # it opened the pipe and waits for a writer: give it one, so that the thread ends
+        os.close(os.open(tmp_path / "pipe.json", os.O_WRONLY | os.O_NONBLOCK))
+    assert found == [([], [f"skipped {tmp_path / 'pipe.json'}: it is a named pipe, not a regular file (what bench "
+                           "--json writes); it was not opened",
+                           f"skipped {tmp_path}: it is a folder, not a regular file (what bench --json writes); it "
+                           "was not opened"])]
+
+
+def test_merge_still_feeds_a_named_pipe_someone_reads_and_leaves_it_a_pipe(bench_json, tmp_path) -> None:
+    os.mkfifo(tmp_path / "page")
+    fd = os.open(tmp_path / "page", os.O_RDWR | os.O_NONBLOCK)  # a reader that is there before and after
+    os.set_blocking(fd, True)
+    received = bytearray()
+
+    def drain() -> None:
+        while not received.endswith(b"</html>"):
+            received.extend(os.read(fd, 1 << 16))
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    code, _, _ = _main(["classroom", "merge", str(bench_json), "--html", str(tmp_path / "page")])
+    reader.join(timeout=60)
+    os.close(fd)
+    assert code == 0 and received.startswith(b"<!DOCTYPE html>") and received.endswith(b"</html>")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "page").st_mode)
