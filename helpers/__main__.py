@@ -76,7 +76,8 @@ def _backend_list(text: str) -> list[str]:
 
 
 def _output_path(text: str) -> str:
-    """A file --json or --html can write, checked before the run: its folder exists and it can be written there.
+    """A file --json or --html can write, checked before the run: its folder exists, it can be written there, and
+    it is not a symbolic link.
 
     The check opens the path for appending, as the system would after the run, so what it would refuse then
     (permissions, a read-only disk) is refused now; a file created by the check is removed again, and a named
@@ -84,6 +85,9 @@ def _output_path(text: str) -> str:
     """
     path = os.path.abspath(text)
     folder = os.path.dirname(path)
+    if os.path.islink(text):  # a link may lead anywhere, into the repository too: it is never written through
+        raise argparse.ArgumentTypeError(f"{text!r} is a symbolic link (to {os.readlink(text)!r}); give the file's "
+                                         "own path: a link is not written through")
     if text.endswith(("/", os.sep)) or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
     if not os.path.exists(folder):
@@ -147,7 +151,7 @@ def build_parser() -> Parser:
                                         "write one self-contained page: a table, GFLOP/s by machine and backend, "
                                         "and each machine under its own roofs. Unusable files are named and skipped.")
     merge.add_argument("files", metavar="FILE", nargs="+", help="bench --json files, one per machine")
-    merge.add_argument("--html", type=_page_path, metavar="PATH", required=True,
+    merge.add_argument("--html", type=_output_path, metavar="PATH", required=True,
                        help="the page to write (not one of the FILEs, not a symbolic link)")
     merge.set_defaults(parser=merge)
     classroom.set_defaults(parser=classroom)
@@ -198,14 +202,6 @@ def _into_folder(args: argparse.Namespace, write: Callable[..., list]) -> list:
         args.parser.error(str(exc))
     except OSError as exc:
         args.parser.error(f"cannot write into {args.dir!r}: {exc.strerror or exc}")
-
-
-def _page_path(text: str) -> str:
-    """classroom merge --html: a file _output_path accepts that is not a symbolic link (never written through)."""
-    if os.path.islink(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is a symbolic link (to {os.readlink(text)!r}); give the page's "
-                                         "own path: a link is not written through")
-    return _output_path(text)
 
 
 def _machine_name(text: str) -> str:

@@ -173,7 +173,7 @@ def test_merge_never_writes_its_page_through_a_symbolic_link(bench_json, tmp_pat
     code, out, err = _main(["classroom", "merge", str(bench_json), "--html", str(tmp_path / "class.html")])
     assert code == 2 and not out and err.count("\n") == 1
     assert err.endswith(f"error: argument --html: {str(tmp_path / 'class.html')!r} is a symbolic link (to "
-                        f"{str(target)!r}); give the page's own path: a link is not written through\n")
+                        f"{str(target)!r}); give the file's own path: a link is not written through\n")
     assert sorted(p.name for p in notebooks.iterdir()) == ["00_start_here.ipynb"]
     assert (notebooks / "00_start_here.ipynb").read_text() == '{"cells": []}'
 

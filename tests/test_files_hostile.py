@@ -106,3 +106,16 @@ def test_copies_refuse_a_link_to_the_notebooks_folder(tree, tmp_path) -> None:
     with pytest.raises(classroom.ClassroomError, match="is the series' own notebooks folder"):
         classroom.write_copies(tmp_path / "out", force=True, source=tree / "notebooks")
     assert _snapshot(tree) == before
+
+
+@pytest.mark.parametrize("option", ["--json", "--html"])
+def test_bench_never_writes_its_output_through_a_symbolic_link(tmp_path, option) -> None:
+    target = tmp_path / "notebook.ipynb"
+    target.write_text("the learner's work")
+    dangling, link = tmp_path / "dangling.json", tmp_path / "link.json"
+    dangling.symlink_to(tmp_path / "nowhere" / "x.json")
+    link.symlink_to(target)
+    for path in (link, dangling):
+        code, _, err = _main(["bench", "--quick", option, str(path)])
+        assert code == 2 and "is a symbolic link" in err, err
+    assert target.read_text() == "the learner's work" and not (tmp_path / "nowhere").exists()
