@@ -7,6 +7,10 @@ same sources with its own copy of NVRTC.
 
     result = compile_source(source, arch="sm_75", name="vector_add.cu")   # raises CompileError with the log
     available()                                                           # False, with why(), when absent
+
+A source may #include only CUDA's own headers (ALLOWED_INCLUDES): anything else is refused before NVRTC runs
+(RefusedInclude), since NVRTC would read any file of this machine and quote it in its messages. The messages
+NVRTC gives about any file but the source itself are left out of the log.
 """
 
 from __future__ import annotations
@@ -30,11 +34,20 @@ class NvrtcUnavailable(RuntimeError):
 
 
 class CompileError(RuntimeError):
-    """NVRTC rejected a source. `log` is NVRTC's full log; the message shows its errors as `file:line: text`."""
+    """NVRTC rejected a source. `log` is NVRTC's log (its messages about the source's own lines); the message
+    shows its errors as `file:line: text`."""
 
     def __init__(self, name: str, arch: str, log: str) -> None:
         self.name, self.arch, self.log = name, arch, log
         super().__init__(f"{name} does not compile for {arch}:\n{readable_log(log)}")
+
+
+class RefusedInclude(CompileError):
+    """The source #includes something other than CUDA's own headers: refused before NVRTC could read it."""
+
+    def __init__(self, name: str, why: str) -> None:
+        RuntimeError.__init__(self, f"{name} is not compiled: {why}")
+        self.name, self.arch, self.log = name, "", why
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,85 @@ _LOG_LINE = re.compile(r"^(?P<file>.*?)\((?P<line>\d+)\): ", re.MULTILINE)
 def readable_log(log: str) -> str:
     """NVRTC's log with `file(12): error: ...` rewritten as `file:12: error: ...`, the form editors link to."""
     return _LOG_LINE.sub(lambda m: f"{m['file']}:{m['line']}: ", log).strip()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What a source may #include, and what of NVRTC's log is shown
+
+#: The headers a source may #include: CUDA's own (half and bfloat16 types, the runtime's declarations,
+#: cooperative groups) and C's maths and fixed-width integers, plus libcu++'s <cuda/std/NAME>. The series' own
+#: sources include none of them.
+ALLOWED_INCLUDES = ("cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "cooperative_groups.h", "math.h", "cmath",
+                    "stdint.h", "cstdint")
+_ALLOWED_TARGET = re.compile(rf"<(?:{'|'.join(map(re.escape, ALLOWED_INCLUDES))}|cuda/std/[A-Za-z_]\w*)>")
+#: Directives that read a file: #include and its relatives (the digraph %: is a #), and a name spelt with a
+#: universal character name (\\u0069nclude), which no header of CUDA's needs.
+_READS_A_FILE = re.compile(r"(?:#|%:)[ \t\f\v\r]*((?:include_next|include|import|embed)(?!\w)|\\[uU])(.*)")
+#: What the preprocessor skips when it looks for directives: comments (a space), and the tokens that may hold
+#: "/*", "//" or a quote without starting a comment or a literal: raw strings (their lines become empty ones),
+#: numbers (1'000 has a digit separator, not a character literal), strings and character literals.
+_LEXEMES = re.compile(r'''(?<!\w)(?:u8|[uUL])?R"([^()\\\s]{0,16})\((.*?)\)\1"'''  # a raw string literal
+                      r"|//[^\n]*"  # a line comment
+                      r"|/\*.*?(?:\*/|\Z)"  # a block comment
+                      r"|(?<!\w)\.?\d(?:[eEpP][+-]|'?[\w.])*"  # a number
+                      r'''|"(?:\\.|[^"\\\n])*"?|'(?:\\.|[^'\\\n])*'?''', re.S)  # a string or character literal
+
+
+def _directive_text(source: str, trigraphs: bool, spaced_splices: bool) -> list[str]:
+    """The source's lines as the preprocessor reads its directives: ??= and ??/ read as # and \\ (if
+    `trigraphs`), lines joined at a backslash before the newline (also with spaces between, if
+    `spaced_splices`), each comment one space."""
+    if trigraphs:
+        source = source.replace("??=", "#").replace("??/", "\\")
+    source = re.sub(r"\\[ \t]*\r?\n" if spaced_splices else r"\\\r?\n", "", source)
+
+    def skip(match: re.Match[str]) -> str:
+        text = match.group(0)
+        if text.startswith(("//", "/*")):
+            return " "
+        return '""' + "\n" * text.count("\n") if match.group(2) is not None else text
+    return _LEXEMES.sub(skip, source).split("\n")
+
+
+def refused_include(source: str) -> str | None:
+    """Why `source` may not be compiled (an #include of anything but ALLOWED_INCLUDES), or None.
+
+    Read as every compiler might read it (with and without trigraphs, backslash-space-newline joining lines or
+    not), an #include anywhere on a line counts, even one in a string: refusing too much is the safe side.
+    """
+    for trigraphs in (False, True):
+        for spaced in (False, True):
+            for line in _directive_text(source, trigraphs, spaced):
+                found = _READS_A_FILE.search(line)
+                if found and not (found[1] == "include" and _ALLOWED_TARGET.fullmatch(found[2].strip())):
+                    shown = "#" + found[0].lstrip("#%:").strip()  # as written, the digraph %: shown as #
+                    return (f"{shown[:80]} is refused: a kernel may include only CUDA's own headers: "
+                            f"{', '.join(f'<{h}>' for h in ALLOWED_INCLUDES)} and <cuda/std/...>")
+    return None
+
+
+def _own_files(source: str, name: str) -> set[str]:
+    """The file names NVRTC gives the source's own lines: `name`, and those its #line directives set."""
+    return {name, *re.findall(r'^[ \t]*#[ \t]*line[ \t]+\d+[ \t]+"([^"\n]*)"', source, re.M)}
+
+
+def own_messages(log: str, own: set[str]) -> str:
+    """NVRTC's log without its messages about any file but `own` ones: those quote that file's lines."""
+    kept: list[str] = []
+    hidden, showing = 0, True
+    for line in log.split("\n"):
+        header = _LOG_LINE.match(line)
+        if header and not line[:1].isspace():
+            showing = header["file"] in own
+            hidden += not showing
+        elif line and not line[:1].isspace():
+            showing = True  # NVRTC's summary ("2 errors detected in the compilation of ...")
+        if showing:
+            kept.append(line)
+    if hidden:
+        kept.insert(0, f"({hidden} message{'s' * (hidden > 1)} about another file not shown: only your own "
+                       "source's lines are quoted)")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept))
 
 
 #: Where NVIDIA's pip wheels put NVRTC under the `nvidia` namespace package: CUDA 12's nvidia-cuda-nvrtc-cu12
@@ -186,13 +278,17 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
                    options: tuple[str, ...] = ()) -> Compiled:
     """Compile CUDA C `source` to machine code for `arch`; raise CompileError carrying NVRTC's log if it fails.
 
-    `name` is the file name NVRTC puts in front of each message (`name:12: error: ...`).
+    `name` is the file name NVRTC puts in front of each message (`name:12: error: ...`). An #include of anything
+    but ALLOWED_INCLUDES raises RefusedInclude before NVRTC runs.
     """
     if not isinstance(source, str) or not source.strip():
         raise ValueError(f"source must be a non-empty string of CUDA C to compile; got {type(source).__name__}")
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a file name such as 'kernel.cu' (NVRTC puts it in its messages); got "
                          f"{name!r:.40}")
+    refused = refused_include(source)
+    if refused:
+        raise RefusedInclude(name, refused)
     lib = _lib()
     check_arch(arch)
     program = ctypes.c_void_p()
@@ -206,7 +302,7 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
         _check(lib, lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)), "log size")
         buffer = ctypes.create_string_buffer(size.value)
         _check(lib, lib.nvrtcGetProgramLog(program, buffer), "log")
-        log = buffer.value.decode(errors="replace")
+        log = own_messages(buffer.value.decode(errors="replace"), _own_files(source, name))
         if status != 0:
             raise CompileError(name, arch, log or lib.nvrtcGetErrorString(status).decode())
         _check(lib, lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "machine code size")

@@ -212,12 +212,15 @@ def test_a_right_kernel_passes_with_what_was_not_checked_said(capsys) -> None:
     assert kernel_checks.check_silu(SILU)
     assert kernel_checks.check_scale(SCALE)
     out = lines(capsys)
-    assert out[0] == ("✅ silu: ran on the CPU executor and matches NumPy, in bounds with no race (1 element; 257 "
-                      "elements; 1,000 elements); compiled for sm_75 and sm_90.")
+    assert re.fullmatch(r"✅ silu: ran on the CPU executor and matches NumPy, in bounds with no race \(1 element; "
+                        r"(\d+ elements; )+1,000 elements\); compiled for sm_75 and sm_90\. Drawn afresh for this "
+                        r"check: \d+ elements\.", out[0]), out[0]
     assert out[1] == "   Not checked: how fast it runs (there is no GPU here)."
-    assert out[2] == ("✅ scale with a bounds check: ran on the CPU executor and matches NumPy, in bounds with no race "
-                      "(n = 1, 1 block of 256 threads; n = 257, 2 blocks of 256 threads; n = 1,000, 4 blocks of 256 "
-                      "threads); compiled for sm_75 and sm_90.")
+    assert re.fullmatch(r"✅ scale with a bounds check: ran on the CPU executor and matches NumPy, in bounds with no "
+                        r"race \(n = 1, 1 block of 256 threads; (n = \d+, \d blocks? of 256 threads; )+n = 1,000, 4 "
+                        r"blocks of 256 threads\); compiled for sm_75 and sm_90\. Drawn afresh for this check: "
+                        r"factor = -?\d\.\d\d, n = \d+\.", out[2]), out[2]
+    assert "n = 257, 2 blocks of 256 threads; " in out[2]
     assert out[3].startswith("   Not checked: how fast it runs")
 
 
@@ -285,7 +288,7 @@ def test_the_tiled_solution_passes_on_the_cpu_and_planted_bugs_fail(capsys) -> N
     solution = _solution("matmul_tiled_rect")
     assert kernel_checks.check_tiled_matmul(solution)
     assert "ran on the CPU executor and matches NumPy, in bounds with no race ((33 x 20) @ (20 x 17); " \
-        "(17 x 35) @ (35 x 40), 16 x 16 tiles)" in capsys.readouterr().out
+        "(17 x 35) @ (35 x 40); (" in capsys.readouterr().out  # then a shape drawn afresh
     second_barrier = solution.rfind("__syncthreads();")
     planted = {
         "race": solution[:second_barrier] + solution[second_barrier + len("__syncthreads();"):],
@@ -520,9 +523,10 @@ def test_the_elementwise_checker_runs_the_kernel_on_the_executor_then_on_a_gpu(f
     fake_gpu.elementwise["silu"] = lambda x: x / (1 + np.exp(x))  # a GPU that gets it wrong
     assert not kernel_checks.check_silu(SILU)
     out = lines(capsys)
-    assert out[0] == ("✅ silu: ran on this GPU and matches NumPy (1 element; 257 elements; 1,000 elements), writing "
-                      "nothing outside its arrays; on the CPU executor in bounds with no race (1 element; 257 "
-                      "elements; 1,000 elements).")
+    sizes = r"1 element; (?:\d+ elements; )+1,000 elements"
+    assert re.fullmatch(rf"✅ silu: ran on this GPU and matches NumPy \({sizes}\), writing nothing outside its "
+                        rf"arrays; on the CPU executor in bounds with no race \({sizes}\)\. Drawn afresh for this "
+                        r"check: \d+ elements\.", out[0]), out[0]
     assert out[1].startswith("   In your own programs, compute-sanitizer --tool racecheck")
     assert out[2].startswith("❌ silu: ") and "values differ from NumPy's (1 element, on this GPU)" in out[2]
 
@@ -535,35 +539,42 @@ def spill_past_the_end(grid_, block, x, out, factor, n):
 
 def test_the_bounds_check_checker_sees_writes_past_the_end_on_a_gpu(fake_gpu, capsys) -> None:
     assert kernel_checks.check_scale(SCALE)
-    assert fake_gpu.launches[-3:] == [("scale", (1,), (256,)), ("scale", (2,), (256,)), ("scale", (4,), (256,))]
+    grids = [launch[1] for launch in fake_gpu.launches[-4:]]  # n = 1, 257, 1,000 and one drawn afresh, in order
+    assert len(fake_gpu.launches) == 4 and {(1,), (2,), (4,)} <= set(grids) and grids == sorted(grids)
     fake_gpu.emulations["scale"] = spill_past_the_end
     assert not kernel_checks.check_scale(SCALE)
     out = lines(capsys)
     assert out[0].startswith("✅ scale with a bounds check: ran on this GPU and matches NumPy (n = 1, 1 block")
-    assert out[2] == ("❌ scale with a bounds check: your kernel wrote 64 values outside out (past its end or before "
-                      "its start): the bounds check is missing or wrong (n = 1, 1 block of 256 threads, on this GPU)")
+    assert out[2].startswith("❌ scale with a bounds check: your kernel wrote 64 values outside out (past its end or "
+                             "before its start): the bounds check is missing or wrong (n = 1, 1 block of 256 "
+                             "threads, on this GPU). Drawn afresh for this check: factor = ")
 
 
 def test_a_kernel_cupy_cannot_find_by_name_fails_before_the_gpu_launch(fake_gpu, capsys) -> None:
-    kernel_checks._run_all("scale", lambda: kernel_checks._gpu_kernel(SCALE.replace('extern "C" ', ""), "scale"),
-                           [], "on this GPU", 1e-5, 1e-6)
-    assert 'CuPy cannot find a kernel called scale: it is not declared extern "C"' in capsys.readouterr().out
+    verdict = kernel_checks._run_all("scale", lambda: kernel_checks._gpu_kernel(SCALE.replace('extern "C" ', ""),
+                                                                                "scale"), [], "on this GPU", 1e-5, 1e-6)
+    assert 'CuPy cannot find a kernel called scale: it is not declared extern "C"' in verdict.message
     assert fake_gpu.launches == []
 
 
 def test_the_tiled_matmul_checker_runs_a_100_by_70_by_90_product_on_a_gpu(fake_gpu, capsys) -> None:
     fake_gpu.emulations["matmul_tiled_rect"] = emulate_rect_matmul  # the executor would take seconds at 100 x 90
     assert kernel_checks.check_tiled_matmul(_solution("matmul_tiled_rect"))
-    assert lines(capsys) == ["✅ tiled matmul: ran on this GPU and matches NumPy ((100 x 70) @ (70 x 90); (33 x 20) @ "
-                             "(20 x 17); (17 x 35) @ (35 x 40), 16 x 16 tiles), writing nothing outside its arrays; "
-                             "on the CPU executor in bounds with no race ((33 x 20) @ (20 x 17); (17 x 35) @ (35 x "
-                             "40)).", "   In your own programs, compute-sanitizer --tool racecheck python "
-                             "your_script.py finds races on a GPU."]
+    drawn = r"\((\d+) x (\d+)\) @ \(\2 x (\d+)\)"  # a shape drawn afresh for every check
+    again = r"\(\1 x \2\) @ \(\2 x \3\)"
+    fixed = r"\(33 x 20\) @ \(20 x 17\); \(17 x 35\) @ \(35 x 40\)"
+    out = lines(capsys)
+    assert re.fullmatch(rf"✅ tiled matmul: ran on this GPU and matches NumPy \(\(100 x 70\) @ \(70 x 90\); {fixed}; "
+                        rf"{drawn}, 16 x 16 tiles\), writing nothing outside its arrays; on the CPU executor in "
+                        rf"bounds with no race \({fixed}; {again}\)\. Drawn afresh for this check: {again}\.",
+                        out[0]), out[0]
+    assert out[1:] == ["   In your own programs, compute-sanitizer --tool racecheck python your_script.py finds races "
+                       "on a GPU."]
     assert fake_gpu.launches[0] == ("matmul_tiled_rect", (6, 7), (16, 16))
     fake_gpu.emulations["matmul_tiled_rect"] = lambda *args: 1 / 0
     assert not kernel_checks.check_tiled_matmul(_solution("matmul_tiled_rect"))
-    assert lines(capsys)[0] == ("❌ tiled matmul: the GPU run failed ((100 x 70) @ (70 x 90)): ZeroDivisionError: "
-                                "division by zero")
+    assert lines(capsys)[0].startswith("❌ tiled matmul: the GPU run failed ((100 x 70) @ (70 x 90)): "
+                                       "ZeroDivisionError: division by zero. Drawn afresh for this check: (")
 
     def illegal(*args):
         raise RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
