@@ -5,27 +5,18 @@ Every repository file here is a temporary copy: the real notebooks/ are only rea
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import shutil
 import stat
 from pathlib import Path
 
 import pytest
+from test_classroom import _main
 
 from helpers import classroom, site
-from helpers.__main__ import main
 from helpers.project import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _main(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
