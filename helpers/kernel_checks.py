@@ -32,7 +32,7 @@ import numpy as np
 
 from . import cuda_c, cuda_sim, cupy_cpu, nvrtc
 from .backend import to_numpy
-from .checks import Verdict
+from .checks import TIME_LIMIT, Verdict
 from .cuda import MAX_BLOCK_THREADS, Elementwise, blocks_for, gpu_here
 from .cuda_c import CudaCError
 from .limits import TimeLimitExceeded, time_limit
@@ -42,6 +42,9 @@ P = ParamSpec("P")
 SEED = 3
 #: Seconds the CPU executor may take for one exercise's check (its step limit usually stops a runaway first).
 EXECUTOR_SECONDS = 30.0
+#: Seconds one run (one size) may take, as the Python checkers promise a case (checks.TIME_LIMIT): a right answer
+#: takes well under a second on the CPU executor, so a runaway ends here, long before the step limit.
+RUN_SECONDS = TIME_LIMIT
 #: Poisoned elements before and after every array a GPU check hands to the learner's kernel.
 GUARD = 64
 #: The most elements a check's n may ask for: the CPU executor runs about a million C operations a second,
@@ -194,12 +197,13 @@ def _run_all(title: str, build: Callable[[], Any], runs: Runs, on: str, rtol: fl
     on: "on the CPU executor" or "on this GPU". On a GPU the executor is a bonus: CUDA C outside its subset
     skips it (returns why, starting with "not run") instead of failing the learner.
     """
-    where = "compiling it"
+    where, run_limit = "compiling it", None
     try:
         with time_limit(EXECUTOR_SECONDS, title) as limit:
             kernel = build()
             for where, run in runs:
-                got, want = run(kernel)
+                with time_limit(RUN_SECONDS, f"{title} ({where})") as run_limit:
+                    got, want = run(kernel)
                 got = to_numpy(got)
                 bad = ~np.isclose(got, want, rtol=rtol, atol=atol)
                 if bad.any():
@@ -212,6 +216,10 @@ def _run_all(title: str, build: Callable[[], Any], runs: Runs, on: str, rtol: fl
             return Verdict(False, True, f"❌ {title}: {exc} ({on})")
         return f"not run on the CPU executor ({exc})"
     except TimeLimitExceeded as exc:
+        if exc.limit is run_limit:
+            return Verdict(False, True, f"❌ {title}: {on.removeprefix('on ')} took longer than {RUN_SECONDS:g} s "
+                                        f"for one run ({where}): is there a loop that never ends, or a function "
+                                        "that calls itself twice? (a right answer takes under a second)")
         if exc.limit is not limit:
             raise
         return Verdict(False, True, f"❌ {title}: {on.removeprefix('on ')} took longer than {EXECUTOR_SECONDS:g} s: "

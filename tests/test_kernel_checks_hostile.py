@@ -376,3 +376,21 @@ def test_a_header_found_on_an_include_path_is_never_quoted(tmp_path) -> None:
         nvrtc.compile_source("#include <cuda_fp16.h>\n" + SCALE, "sm_75", "scale.cu", options=(f"-I{tmp_path}",))
     assert "SECRET" not in str(info.value) and "SECRET" not in info.value.log
     assert "not shown" in str(info.value)
+
+
+RUNAWAYS = {
+    "an endless loop with a heavy body": "float acc = 0.0f;\n    while (true) { acc = acc * 1.0001f + x[0] * factor "
+                                        "+ acc * acc * 0.5f - acc; }\n    if (i < n) out[i] = acc;",
+    "a function that calls itself twice": "if (i < n) out[i] = factor * x[i] * twice(0) + 0.0f * twice(40);",
+}
+
+
+@pytest.mark.parametrize("body", RUNAWAYS.values(), ids=RUNAWAYS.keys())
+def test_a_runaway_kernel_gets_a_cross_within_the_checks_time_limit(body, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(kernel_checks, "RUN_SECONDS", 0.5)  # the limit itself (5 s) is what a learner waits at most
+    source = ("__device__ float twice(int n) { return n == 0 ? 1.0f : twice(n - 1) + twice(n - 1); }\n"
+              'extern "C" __global__ void scale(const float *x, float *out, float factor, int n) {\n'
+              f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    {body}\n}}")
+    verdict = kernel_checks.check_scale(source)
+    assert not verdict and verdict.attempted
+    assert "took longer than 0.5 s for one run" in capsys.readouterr().out
