@@ -409,6 +409,33 @@ def execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
         _DRAWING.pop("stop", lambda: None)()
 
 
+#: How many times execute runs a chapter whose timings came out noisy (a NoisyTimingWarning in its outputs): a
+#: busy moment spoils one run, and stored outputs must come from a quiet one.
+RUNS = 3
+
+
+def noisy_timings(nb: NotebookNode) -> int:
+    """How many outputs of `nb` carry a NoisyTimingWarning: timings that another program disturbed."""
+    return sum("NoisyTimingWarning" in str(output.get("text", "")) for cell in nb.cells
+               for output in cell.get("outputs", []))
+
+
+def _quietest_run(path: Path, number: int, chapter: project.Chapter, root: Path) -> tuple[NotebookNode, int]:
+    """The chapter run top to bottom, up to RUNS times until no timing is noisy: the quietest run, and how many
+    of its timings were noisy."""
+    def run() -> tuple[NotebookNode, int]:
+        done = run_notebook(synced(_read(path)[1], number, chapter), root / "notebooks",
+                            kernel=kernel_spec(sys.executable, env={STATIC_ENV: "1"}))
+        return done, noisy_timings(done)
+
+    best = run()
+    for _ in range(RUNS - 1):
+        if not best[1]:
+            break
+        best = min(best, run(), key=lambda found: found[1])
+    return best
+
+
 def _execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path, ok: bool) -> int:
     for number, chapter in chapters:
         path = root / "notebooks" / chapter.file
@@ -418,12 +445,15 @@ def _execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path, ok: bo
             continue
         start = time.perf_counter()
         try:
-            done = run_notebook(synced(_read(path)[1], number, chapter), root / "notebooks",
-                                kernel=kernel_spec(sys.executable, env={STATIC_ENV: "1"}))
+            done, noisy = _quietest_run(path, number, chapter, root)
         except (CellFailed, ValueError) as exc:  # ValueError: the file is not a notebook
             print(f"notebooks/{chapter.file}: {exc}; file left unchanged")
             ok = False
             continue
+        if noisy:
+            print(f"notebooks/{chapter.file}: {noisy} timing(s) still noisy after {RUNS} runs (stored the quietest "
+                  "run): re-execute on a quieter machine")
+            ok = False
         try:
             images = add_static_images(done)
         except StaticImagesUnavailable as exc:
