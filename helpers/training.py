@@ -138,6 +138,13 @@ def trainer(kind: str, lr: float, compute_dtype: str = "float32") -> Trainer:
 
 # -------------------------------------------------------------------------------------------------- training
 
+#: The cap on timing one epoch on JAX, whose first call compiles each new shape. Chapter 05's first timed epoch
+#: of a batch-64 jitted step ran past 10 s on an H200 (JAX 0.11.2, 2026-11-26) although compiling that step alone
+#: took 1.4 s there (cause not found); 60 s still ends a call that never returns.
+COMPILE_SECONDS = 60.0
+#: The same cap where nothing compiles (NumPy, CuPy): benchmark's own default.
+NO_COMPILE_SECONDS = 10.0
+
 
 @dataclass(frozen=True)
 class Run:
@@ -224,7 +231,8 @@ def time_epoch(tr: Trainer, data: mlp.Digits, params: mlp.Params, idx: Any, budg
     x, y = _on_device(data, tr.backend)
     timing = benchmark(tr.epoch, tr.start(params), tr.batches(x, y, idx), backend=tr.backend,
                        flops=steps * work.flops, bytes=steps * work.bytes, n=batch, label=label or tr.label,
-                       budget=budget, min_repeats=min_repeats)
+                       budget=budget, min_repeats=min_repeats,
+                       max_time=COMPILE_SECONDS if tr.backend == "jax" else NO_COMPILE_SECONDS)
     timing.extra.update(samples=steps * batch, steps=steps, hidden=hidden)
     return timing
 

@@ -3,14 +3,13 @@
 Hypothesis puts one wrong argument at a time (a wrong type, sign or size, a non-finite number, a huge value)
 into a call that otherwise works, and checks: the call returns, or raises an Exception whose traceback ends
 inside helpers/ and whose message names the argument; never a traceback from NumPy, JAX, scikit-learn or
-inspect, never more than a few seconds. A public function added later joins PUBLIC (docs/architecture.md).
+inspect, never a hang. A public function added later joins PUBLIC (docs/architecture.md).
 Below it: regression tests for the cases a learner met.
 """
 
 from __future__ import annotations
 
 import math
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from helpers import (
     workloads,
 )
 from helpers.hardware import jax_dot_roof
+from helpers.limits import time_limit
 
 HELPERS = str(Path(h.__file__).resolve().parent)
 T4 = specs.get("NVIDIA T4")
@@ -150,6 +150,9 @@ PUBLIC = [
            {"source": "compile"}),
 ]
 
+#: A call still running after this long hangs (a hang guard, not a speed test: the slowest call, the first
+#: load_digits_split that imports scikit-learn, takes about 5 s on CI's machine).
+HANG_SECONDS = 60.0
 BAD = st.sampled_from([None, "7", "", -1, 0, -2.5, math.nan, math.inf, -math.inf, True, 10**30, 2**2000, [], [1, 2],
                        [[1.0, 2.0], [3.0]], {}, 1 + 2j, object(), b"x", "float32x"])
 
@@ -161,9 +164,9 @@ def test_one_bad_argument_gets_a_result_or_a_clear_error_from_the_helpers(public
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     name = data.draw(st.sampled_from(sorted(public.good)), label="argument")
     bad = data.draw(BAD, label="value")
-    start = time.monotonic()
     try:
-        public.fn(**{**public.good, name: bad})
+        with time_limit(HANG_SECONDS, f"{public}({name}={bad!r:.40})"):
+            public.fn(**{**public.good, name: bad})
     except Exception as exc:  # noqa: BLE001 - what matters is where it came from and what it says
         last = traceback.extract_tb(exc.__traceback__)[-1]
         assert last.filename.startswith(HELPERS), (
@@ -172,7 +175,6 @@ def test_one_bad_argument_gets_a_result_or_a_clear_error_from_the_helpers(public
         assert words in str(exc), f"{public}({name}={bad!r:.40}): the message does not name {words!r}: {exc}"
     finally:
         capsys.readouterr()
-    assert time.monotonic() - start < 5, f"{public}({name}={bad!r:.40}) took {time.monotonic() - start:.1f} s"
 
 
 # ---------------------------------------------------------------- regression tests: cases learners met
@@ -213,10 +215,10 @@ def test_thread_sweep_labels_the_threads_really_applied() -> None:
 
 
 def test_predictions_count_from_shapes_at_any_size() -> None:
-    training.predict_epoch("NVIDIA T4", 32, 64, 1)  # imports and the one small trace, done once
-    start = time.perf_counter()
-    huge = training.predict_epoch("NVIDIA T4", 4096, 10**7, 1)
-    assert time.perf_counter() - start < 0.1
+    # Running a step with a hidden layer of 10**7 would need 4096 x 10**7 floats (160 GB): it cannot finish, so
+    # a result at all shows the prediction counted from shapes.
+    with time_limit(HANG_SECONDS, "predict_epoch with a hidden layer of 10**7"):
+        huge = training.predict_epoch("NVIDIA T4", 4096, 10**7, 1)
     assert not huge.fits and "DOES NOT FIT" in str(huge)
     assert training.predict_epoch("NVIDIA T4", 4096, 16384, 1).fits
 
