@@ -194,6 +194,9 @@ def preprocess(source: str) -> tuple[str, list[str], set[str]]:
         lines[number - 1] = ""
     text = "\n".join(lines)
     for number, line in enumerate(text.split("\n"), 1):
+        if "$" in line:
+            raise UnsupportedSyntax("'$' in a name: the CPU executor takes names of letters, digits and _ (some "
+                                    "compilers accept $, C and CUDA do not promise it)", number)
         for word in _UNSUPPORTED_WORDS:
             if re.search(rf"(?<![\w.]){re.escape(word)}(?!\w)", line):
                 if word == "static" and "__shared__" in line:
@@ -377,6 +380,8 @@ class _Translator:
         """The value of translated code made only of numbers and const ints, else None."""
         try:
             value = eval(code, {"__builtins__": {}}, {**_CONSTANT_NAMESPACE, **self.constants})  # noqa: S307
+        except CudaCError:
+            raise
         except Exception:  # noqa: BLE001 - it depends on a variable
             return None
         return value if isinstance(value, int) else None
@@ -746,7 +751,8 @@ class _Translator:
             if not (is_int(at) and is_int(bt)):
                 raise CudaCError(f"{op} needs whole numbers", line)
             rt = promote(at)
-            return self.wrap(f"({self.cast(a, at, rt, line)} {op} ({b}))", rt), rt
+            bits = INTEGERS[rt.name][0]
+            return self.wrap(f"_shift(_c, {self.cast(a, at, rt, line)}, {op!r}, {b}, {bits}, {line})", rt), rt
         rt = arithmetic(at, bt)
         a, b = self.cast(a, at, rt, line), self.cast(b, bt, rt, line)
         if op in ("<", "<=", ">", ">=", "==", "!="):
@@ -774,6 +780,13 @@ class _Translator:
         args = node.args.exprs if node.args is not None else []
         if name == "__syncthreads":
             raise UnsupportedSyntax("__syncthreads() inside an expression: make it a statement of its own", line)
+        if name in self.functions:  # the learner's own __device__ max or expf is called, as nvcc calls it
+            fn = self.functions[name]
+            if fn.kernel:
+                raise UnsupportedSyntax(f"calling the kernel {name} from a kernel (dynamic parallelism)", line)
+            self.arity(name, args, len(fn.params), line)
+            converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
+            return f"{_fn(name)}(_c{''.join(', ' + c for c in converted)})", fn.returns
         if name in MATH:
             arg_type, result, fn = MATH[name]
             self.arity(name, args, 1, line)
@@ -799,13 +812,6 @@ class _Translator:
                 raise CudaCError(f"{name}'s first argument is an address: &a[i]", line)
             value = self.convert(args[1], ptype.scalar, line)
             return f"_atomic(_c, {name!r}, {ptr}, {value}, {line})", ptype.scalar
-        if name in self.functions:
-            fn = self.functions[name]
-            if fn.kernel:
-                raise UnsupportedSyntax(f"calling the kernel {name} from a kernel (dynamic parallelism)", line)
-            self.arity(name, args, len(fn.params), line)
-            converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
-            return f"{_fn(name)}(_c{''.join(', ' + c for c in converted)})", fn.returns
         raise UnsupportedSyntax(f"the function {name}(): the CPU executor knows the common math functions "
                                 "(expf, sqrtf, fmaxf, ...), min, max, abs, atomicAdd and your __device__ "
                                 "functions defined above it", line)
@@ -820,15 +826,26 @@ _EXPRESSIONS = {"Assignment", "UnaryOp", "FuncCall", "BinaryOp", "ID", "Constant
                 "TernaryOp", "ExprList", "StructRef"}
 
 
+#: The longest number the executor reads: a double has 17 significant digits, a 64-bit integer 20; 60 leaves
+#: room for leading zeros and exponents without letting a 5,000-digit constant reach Python's int().
+MAX_DIGITS = 60
+
+
 def _constant(node: c_ast.Constant, line: int | None) -> tuple[str, CType]:
     text = node.value
-    if node.type == "float":
-        return f"_f32({text.rstrip('fF')!r})", FLOAT
-    if node.type == "double":
-        return f"_f64({text.rstrip('lL')!r})", DOUBLE
+    if node.type in ("float", "double"):
+        digits = text.rstrip("fF" if node.type == "float" else "lL")
+        if len(digits) > MAX_DIGITS:
+            raise CudaCError(f"a number of {len(digits):,} characters: write at most {MAX_DIGITS}", line)
+        if digits.lower().startswith("0x"):  # a hexadecimal float, 0x1p3f = 8.0f
+            digits = repr(float.fromhex(digits))
+        return (f"_f32({digits!r})", FLOAT) if node.type == "float" else (f"_f64({digits!r})", DOUBLE)
     if node.type in ("int", "unsigned int", "long int", "unsigned long int", "long long int",
                      "unsigned long long int"):
         digits = text.rstrip("uUlL")
+        if len(digits) > MAX_DIGITS:
+            raise CudaCError(f"the number {text[:20]}... ({len(digits):,} digits) is too large for any integer "
+                             "type (unsigned long long holds 20 digits)", line)
         value = int(digits, 0) if not re.fullmatch(r"0\d+", digits) else int(digits, 8)
         suffix = text[len(digits):].lower()
         candidates = ["int", "long long"] if "u" not in suffix else ["unsigned int", "unsigned long long"]
@@ -858,12 +875,34 @@ def _id(type_name: str) -> str:
     return type_name.replace(" ", "_")
 
 
+def _constant_shift(_c: None, a: int, op: str, b: int, bits: int, line: int) -> int:
+    """A shift in a constant (an array size), with the runtime's rule: a count from 0 to the width less 1."""
+    if not 0 <= b < bits:
+        raise CudaCError(f"{a} {op} {b} shifts a {bits}-bit integer by {b}; C allows 0 to {bits - 1}", line)
+    return a << b if op == "<<" else a >> b
+
+
 #: What a constant array size may refer to while it is evaluated at translation time.
-_CONSTANT_NAMESPACE: dict[str, object] = dict(CONVERSIONS)
+_CONSTANT_NAMESPACE: dict[str, object] = {**CONVERSIONS, "_shift": _constant_shift, "_c": None}
+
+
+#: What a kernel nested past Python's limits is told (the parser, the translation and Python's compiler all
+#: recurse once per level of nesting).
+TOO_DEEP = ("this kernel nests deeper than the CPU executor can follow (Python's limits): an expression of more "
+            "than about 100 terms or brackets, or blocks nested about 20 deep. Split the expression with "
+            "temporary variables (float s1 = a + b + ...; float s2 = ...;), or move inner loops into a "
+            "__device__ function")
 
 
 def translate(source: str) -> tuple[dict[str, Function], list[str]]:
     """Every function of `source` translated, in order, and the names of its kernels (__global__)."""
+    try:
+        return _translate(source)
+    except RecursionError:
+        raise CudaCError(TOO_DEEP) from None
+
+
+def _translate(source: str) -> tuple[dict[str, Function], list[str]]:
     tree, kernels, exported = parse(source)
     functions: dict[str, Function] = {}
     typedefs: dict[str, CType] = {}

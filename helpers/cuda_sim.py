@@ -93,6 +93,7 @@ class _Unset:
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __neg__ = __bool__ = __float__ = __int__ = _fail
     __index__ = __and__ = __or__ = __xor__ = __lshift__ = __rshift__ = __invert__ = __abs__ = _fail
     __floordiv__ = __mod__ = __hash__ = _fail
+    __rand__ = __ror__ = __rxor__ = __rlshift__ = __rrshift__ = __rfloordiv__ = __rmod__ = __pow__ = __rpow__ = _fail
 
 
 @dataclass(slots=True)
@@ -177,7 +178,7 @@ def _st(c: Thread, p: Pointer, index: int, value: Any, line: int) -> None:
     if wrote is not None and _unordered(c, wrote):
         raise _global_race(c, memory, flat, line, "write", wrote)
     memory.writers[flat] = (c.run.epoch, c.tid, line, c.blk)
-    memory.data[flat] = value
+    _write(c, memory, flat, value, line)
 
 
 def _unordered(c: Thread, wrote: tuple[int, int, int, int]) -> bool:
@@ -293,8 +294,38 @@ def _atomic(c: Thread, op: str, p: Any, value: Any, line: int) -> Any:
     old = _value(memory, flat)
     new = {"atomicAdd": lambda: old + value, "atomicSub": lambda: old - value, "atomicExch": lambda: value,
            "atomicMax": lambda: max(old, value), "atomicMin": lambda: min(old, value)}[op]()
-    memory.data[flat] = new
+    if memory.integer:  # a GPU's integer atomics wrap around, as C's unsigned arithmetic does
+        new = WRAP[memory.data.dtype.name](new)
+    _write(c, memory, flat, new, line)
     return old
+
+
+#: Integer wrap-around for each integer dtype an array may hold.
+WRAP = {"int32": cuda_c.CONVERSIONS["_to_int"], "uint32": cuda_c.CONVERSIONS["_to_unsigned_int"],
+        "int64": cuda_c.CONVERSIONS["_to_long_long"], "uint64": cuda_c.CONVERSIONS["_to_unsigned_long_long"],
+        "bool": cuda_c.CONVERSIONS["_to_bool"]}
+
+
+def _write(c: Thread, memory: Memory, flat: int, value: Any, line: int) -> None:
+    """Store one element; an argument the caller made read-only is reported, not a NumPy traceback."""
+    try:
+        memory.data[flat] = value
+    except ValueError:
+        if memory.data.flags.writeable:
+            raise
+        raise c.fault("write to a read-only array", f"writes {memory.name}[{flat}], but the array passed as "
+                      f"{memory.name} is read-only (its flags.writeable is False): pass a writable copy, "
+                      "a.copy()", line) from None
+
+
+def _shift(c: Thread, a: Any, op: str, b: Any, bits: int, line: int) -> int:
+    """a << b or a >> b, with C's rule that the count is from 0 to the width less 1 (anything else is undefined:
+    a GPU gives one answer, a CPU another)."""
+    if not 0 <= b < bits:
+        raise c.fault("shift count out of range", f"computes {a} {op} {b}, a shift of a {bits}-bit integer by "
+                      f"{b}; C allows 0 to {bits - 1} (anything else is undefined behaviour: a GPU and a CPU give "
+                      "different answers)", line)
+    return a << b if op == "<<" else a >> b
 
 
 def _branch(c: Thread, line: int, value: Any) -> bool:
@@ -354,7 +385,7 @@ def _namespace() -> dict[str, Any]:
         names[f"_m_{name}f"] = fn
     names.update(_m___expf=np.exp, _m___fdividef=lambda a, b: a / b, min=min, max=max, abs=abs)
     names.update(_ld=_ld, _st=_st, _lda=_lda, _sta=_sta, _offset=_offset, _shared=_shared, _local=_local,
-                 _atomic=_atomic, _branch=_branch, _loop=_loop, _Unset=_Unset, _fell_off=_fell_off)
+                 _atomic=_atomic, _shift=_shift, _branch=_branch, _loop=_loop, _Unset=_Unset, _fell_off=_fell_off)
     return names
 
 
@@ -389,7 +420,11 @@ class Program:
         self.functions, self.kernels = cuda_c.translate(source)
         namespace = _namespace()
         code = "\n\n".join(f.python for f in self.functions.values())
-        exec(compile(code, "<kernel>", "exec"), namespace)  # noqa: S102 - our translation of the learner's C
+        try:
+            compiled = compile(code, "<kernel>", "exec")
+        except (SyntaxError, RecursionError, MemoryError):  # Python's nesting limits, met by valid C
+            raise CudaCError(cuda_c.TOO_DEEP) from None
+        exec(compiled, namespace)  # noqa: S102 - our translation of the learner's C
         self._namespace = namespace
 
     def params(self, name: str) -> list[tuple[str, CType]]:
@@ -526,6 +561,8 @@ def _arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any], 
             array = arg if isinstance(arg, np.ndarray) or (not run and _device_array(arg)) else None
             if array is None:
                 raise TypeError(f"{where}: expected an array of {want}, got {type(arg).__name__} {arg!r:.40}")
+            if run and type(array) is not np.ndarray:  # np.matrix, a masked array: they index their own way
+                raise TypeError(f"{where}: a {type(array).__name__}, not a plain NumPy array; pass np.asarray(a)")
             if array.dtype != want:
                 raise TypeError(f"{where}: an array of {array.dtype}, but the kernel reads {want}: pass "
                                 f"a.astype(np.{want}) (on a GPU the kernel would read the bytes as {want}: "

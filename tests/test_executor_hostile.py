@@ -1,0 +1,103 @@
+"""Issue 22's hostile CUDA C for the CPU executor: each a clear CudaCError, UnsupportedSyntax or KernelFault
+naming what is wrong (the traceback ending in helpers/), or the answer a GPU gives; never Python's own error."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import cuda_c, cuda_sim
+
+HELPERS = str(Path(cuda_sim.__file__).parent)
+KERNEL = 'extern "C" __global__ void k(float *a, int n) {{ int i = threadIdx.x; {body} }}'
+
+
+def _run(source: str, *args: object) -> np.ndarray:
+    out = np.zeros(4, np.float32)
+    cuda_sim.Program(source).launch("k", (1,), (4,), list(args) or [out, np.int32(4)])
+    return out
+
+
+def _refused(source: str, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match) as caught:
+        _run(source)
+    assert traceback.extract_tb(caught.value.__traceback__)[-1].filename.startswith(HELPERS)
+
+
+@pytest.mark.parametrize(("body", "error", "match"), [
+    ("int a$b = 1; if (i < n) a[i] = a$b;", cuda_c.UnsupportedSyntax, r"'\$' in a name"),
+    ("if (i < n) a[i] = " + "9" * 5000 + ";", cuda_c.CudaCError, "5,000 digits.*too large"),
+    ("if (i < n) a[i] = 1." + "5" * 5000 + "f;", cuda_c.CudaCError, "a number of 5,00"),
+    ("if (i < n) a[i] = " + " + ".join(["1.0f"] * 300) + ";", cuda_c.CudaCError, "nests deeper.*temporary"),
+    ("if (i < n) a[i] = " + " + ".join(["1.0f"] * 1000) + ";", cuda_c.CudaCError, "nests deeper"),
+    ("int s = " + " + ".join(["i"] * 128) + "; if (i < n) a[i] = s;", cuda_c.CudaCError, "nests deeper"),
+    ("if (i < n) a[i] = " + "(" * 200 + "1.0f" + ")" * 200 + ";", cuda_c.CudaCError, "nests deeper"),
+    ("".join(f"for (int j{d} = 0; j{d} < 1; j{d}++) " for d in range(21)) + "if (i < n) a[i] = 1.0f;",
+     cuda_c.CudaCError, "nests deeper"),
+    ("float t[1 << 40];", cuda_c.CudaCError, "1 << 40 shifts a 32-bit integer by 40; C allows 0 to 31"),
+    ("float t[4294967297]; if (i < n) a[i] = 1.0f;", cuda_c.CudaCError, "4,294,967,297 elements"),
+])
+def test_source_the_executor_cannot_follow_is_refused_with_the_reason(body: str, error: type[Exception],
+                                                                     match: str) -> None:
+    _refused(KERNEL.format(body=body), error, match)
+
+
+@pytest.mark.parametrize(("body", "match"), [
+    ("int s = -1; if (i < n) a[i] = (float)(1 << s);", "1 << -1, a shift of a 32-bit integer by -1"),
+    ("int s = 32; if (i < n) a[i] = (float)(1 >> s);", "1 >> 32, a shift of a 32-bit integer by 32"),
+    ("long long v = 1; int s = 1000000; if (i < n) a[i] = (float)(v << s);", "64-bit integer by 1000000"),
+    ("int s; if (i < n) a[i] = (float)(1 << s);", "the variable s .* is used before it is given one"),
+    ("int s; if (i < n) a[i] = (float)(1 & s);", "the variable s .* is used before it is given one"),
+    ("int s; if (i < n) a[i] = (float)(s | 1);", "the variable s .* is used before it is given one"),
+])
+def test_undefined_arithmetic_is_a_fault_naming_the_line(body: str, match: str) -> None:
+    with pytest.raises(cuda_sim.KernelFault, match=match) as caught:
+        _run(KERNEL.format(body=body))
+    assert caught.value.line == 1 and traceback.extract_tb(caught.value.__traceback__)[-1].filename.startswith(
+        HELPERS)
+
+
+def test_shifts_within_the_width_are_cs() -> None:
+    body = "int s = 31; unsigned int u = 1u << s; if (i < n) a[i] = (float)((u >> s) + (1 << 4) + (-16 >> 2));"
+    assert (_run(KERNEL.format(body=body)) == 1 + 16 - 4).all()
+
+
+def test_a_hexadecimal_float_is_read_as_c_reads_it() -> None:
+    assert (_run(KERNEL.format(body="if (i < n) a[i] = 0x1p3f + 0x1.8p1;")) == 11).all()
+
+
+def test_a_learners_own_device_function_is_called_not_the_built_in_of_the_same_name() -> None:
+    """NVRTC compiles this and calls the learner's max (checked with NVRTC 12)."""
+    source = ('__device__ float max(float a, float b) { return a; }\n'
+              + KERNEL.format(body="if (i < n) a[i] = max(1.0f, 2.0f);"))
+    assert (_run(source) == 1).all()
+
+
+def test_atomic_add_past_int_max_wraps_as_on_a_gpu() -> None:
+    source = 'extern "C" __global__ void k(int *a) { atomicAdd(&a[0], 2147483647); }'
+    total = np.zeros(1, np.int32)
+    cuda_sim.Program(source).launch("k", (1,), (3,), [total])
+    assert total[0] == np.int32(np.uint32(3 * 2147483647 % 2**32).view(np.int32))
+
+
+def test_a_read_only_array_written_by_the_kernel_is_a_fault_naming_it() -> None:
+    out = np.zeros(4, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(cuda_sim.KernelFault, match="a is read-only .* a.copy()"):
+        _run(KERNEL.format(body="if (i < n) a[i] = 1.0f;"), out, np.int32(4))
+    source = ('extern "C" __global__ void k(const float *x, float *y, int n) '
+              '{ int i = threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }')
+    x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
+    x.flags.writeable = False  # only read: fine
+    cuda_sim.Program(source).launch("k", (1,), (4,), [x, y, np.int32(4)])
+    assert (y == 2).all()
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself warns
+def test_an_array_subclass_is_refused_with_the_plain_array_to_pass() -> None:
+    with pytest.raises(TypeError, match=r"argument 1 \(float\* a\) of k: a matrix, not a plain NumPy array; "
+                                        r"pass np.asarray\(a\)"):
+        _run(KERNEL.format(body="if (i < n) a[i] = 1.0f;"), np.matrix(np.zeros((1, 4), np.float32)), np.int32(4))
