@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import nvrtc, roofline, specs
+from . import nvrtc, roofline, specs, workloads
 from .backend import backends
 from .timing import Timing, benchmark, format_seconds
 from .validate import finite, positive_int
@@ -487,11 +487,13 @@ class GPU:
         return max(at_least, -(-need // 1_000_000) * 1_000_000)
 
     def predict_seconds(self, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
-                        copies: float = 0.0, launches: int = 1) -> float:
+                        copies: float = 0.0, launches: int = 1, matmul: bool = False) -> float:
         """Seconds for `launches` CuPy calls doing this work, timed back to back as h.benchmark times them,
-        plus `copies` bytes over the host link (helpers.roofline: the one model)."""
+        plus `copies` bytes over the host link (helpers.roofline: the one model). matmul: the work is a tuned
+        library matrix product (cuBLAS), whose arithmetic reaches roofline.MATMUL_EFFICIENCY of the roof."""
         seconds = roofline.predict_seconds(self.spec, flops=flops, bytes=bytes, dtype=dtype,
-                                           calls=positive_int("launches", launches), call="cupy", timed="pipelined")
+                                           calls=positive_int("launches", launches), call="cupy", timed="pipelined",
+                                           matmul=matmul)
         if not finite(copies) or copies < 0:
             raise ValueError(f"copies (bytes over the host link) must be a finite number, zero or more, got "
                              f"{copies!r:.40}")
@@ -507,6 +509,14 @@ class GPU:
             raise ValueError(f"n = {n:,} does not fit on the {self.spec.name}: CuPy's axpby holds five float32 arrays "
                              f"of n ({5 * 4 * n / 1e9:,.1f} GB), the card has {self.spec.memory_bytes / 1e9:,.0f} GB")
         return self.predict_seconds(3 * n, CUPY_AXPBY_NUMBERS * 4 * n, copies=copies, launches=CUPY_AXPBY_KERNELS)
+
+
+def matmul_ways(n: int, tile: int = MATMUL_TILE) -> dict[str, tuple[float, bool]]:
+    """Chapter 03's three products of n x n float32 matrices: the FLOP per byte of main memory each reaches, and
+    whether it is cuBLAS (a tuned matmul: GPU.predict_seconds(..., matmul=True) prices it so, in every place)."""
+    n, tile = positive_int("n", n), positive_int("tile", tile)
+    return {"naive kernel": (2 / 8, False), f"tiled kernel ({tile} x {tile})": (2 * tile / 8, False),
+            "cuBLAS (a @ b)": (workloads.matmul_flops(n) / workloads.matmul_bytes(n, 4), True)}
 
 
 #: How many times a GPU's L2 cache a memory-bound measurement's arrays must hold, so the cache cannot serve it.

@@ -302,19 +302,17 @@ def _matmul_kernels(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
     """matmul.cu's naive and tiled kernels and cuBLAS, each predicted from its FLOPs per byte of main memory."""
     n, tile = sizes.matmul_kernels, cuda.MATMUL_TILE
     flops = workloads.matmul_flops(n)
-    kernels: dict[str, tuple[float, Callable[[Any, Any], Any]]] = {
-        "naive kernel": (2 / 8, lambda a, b: cuda.matmul_kernel(a, b, "matmul_naive")),
-        f"tiled kernel ({tile} x {tile})": (2 * tile / 8, lambda a, b: cuda.matmul_kernel(a, b, "matmul_tiled")),
-        "cuBLAS (a @ b)": (flops / workloads.matmul_bytes(n, 4), workloads.matmul),
-    }
+    runs: list[Callable[[Any, Any], Any]] = [lambda a, b: cuda.matmul_kernel(a, b, "matmul_naive"),
+                                             lambda a, b: cuda.matmul_kernel(a, b, "matmul_tiled"), workloads.matmul]
 
     def measure(label: str, fn: Callable[[Any, Any], Any]) -> Timing:
         return gpu.measure(fn, *workloads.make_inputs("matmul", n, "float32", "cupy"), flops=flops, label=label)
 
     return [_case("03", f"matmul: {label}", f"n = {n:,} float32, {intensity:.3g} FLOP/byte", gpu.name, gpu.spec,
-                  "GPU.predict_seconds(FLOPs, FLOPs / intensity)", lambda label=label, fn=fn: measure(label, fn),
-                  lambda intensity=intensity: gpu.predict_seconds(flops, flops / intensity))
-            for label, (intensity, fn) in kernels.items()]
+                  f"GPU.predict_seconds(FLOPs, FLOPs / intensity{', matmul=True' if tuned else ''})",
+                  lambda label=label, fn=fn: measure(label, fn),
+                  lambda intensity=intensity, tuned=tuned: gpu.predict_seconds(flops, flops / intensity, matmul=tuned))
+            for (label, (intensity, tuned)), fn in zip(cuda.matmul_ways(n, tile).items(), runs, strict=True)]
 
 
 def _reductions(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:

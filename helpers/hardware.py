@@ -135,10 +135,9 @@ class Hardware:
             return Peak(spec.name, spec.peak_for("bfloat16"), spec.peak_bandwidth,
                         f"published bf16 MXU peak [{spec.source}]")
         key, why = dtype, ""
-        if dtype in ("bfloat16", "float16") and not spec.peak_for(dtype):  # e.g. a T4 has no bf16 units: XLA and
-            # cuBLAS may run the product on another unit, so never judge it by a lower roof than it may reach
-            key = max(spec.peak_flops, key=spec.peak_flops.__getitem__)
-            why = f"no {dtype} roof on file for the {spec.name}: judged by its highest ({key})"
+        stand_in = None if spec.peak_for(dtype) else specs.stand_in_roof(kind, dtype, list(spec.peak_flops))
+        if stand_in is not None:  # e.g. a T4 has no bf16 units: the rule roofline predicts with
+            key, why = stand_in[0], f"{stand_in[1]} ({spec.name})"
         if dtype == "float32" and spec.peak_for("tf32"):  # float32 matmuls may run on the tensor cores
             if float32_matmuls is None:
                 roof, why = _jax_settings_roof() if backend == "jax" else _cupy_settings_roof()

@@ -66,12 +66,9 @@ class Roofs:
         for r in self.compute:
             if r.dtype == dtype:
                 return r
-        if self.kind == "tpu" and dtype in ("float16", "float32"):  # as hardware.peak(): JAX runs float32 and
-            # float16 matmuls on a TPU through the bf16 MXUs (float64 has no matrix unit: no roof, an error)
-            return self.compute[0]
-        if self.kind in ("cpu", "gpu") and dtype in ("bfloat16", "float16") and "float32" in self.dtypes:  # no
-            # bf16 unit (a CPU without AMX, a T4): the numbers are converted and multiplied at the fp32 rate
-            return self.roof("float32")
+        stand_in = specs.stand_in_roof(self.kind, dtype, self.dtypes)  # the rule hardware.peak follows too
+        if stand_in is not None:
+            return self.roof(stand_in[0])
         raise ValueError(f"dtype {dtype!r}: {self.device} has no such roof on file; available: "
                          f"{', '.join(self.dtypes)}")
 

@@ -310,3 +310,14 @@ def host_link(name: str | bytes) -> tuple[float, str] | None:
     """(bytes/s, source) of the host link of the device called `name`, or None when none is on file."""
     spec = lookup(name)
     return HOST_LINKS.get(spec.name) if spec else None
+
+
+def stand_in_roof(kind: str, dtype: str, on_file: set[str] | list[str]) -> tuple[str, str] | None:
+    """The roof that judges and predicts `dtype` arithmetic on a device of `kind` ('cpu', 'gpu', 'tpu') with no
+    roof of its own for it: (roof name, why), or None. The one rule; hardware.peak and roofline both use it."""
+    if kind == "tpu" and dtype in ("float16", "float32") and "bfloat16" in on_file:
+        return "bfloat16", f"a TPU runs {dtype} matmuls through its bfloat16 matrix units (MXUs)"
+    if kind in ("cpu", "gpu") and dtype in ("bfloat16", "float16") and "float32" in on_file:
+        return "float32", (f"no {dtype} units on file: the numbers are converted and multiplied at the float32 "
+                           "rate (bfloat16 cannot use float16 units: its exponent is wider)")
+    return None

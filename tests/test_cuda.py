@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda, cuda_sim, cupy_cpu, kernel_checks, nvrtc, specs, timing
+from helpers import cuda, cuda_sim, cupy_cpu, kernel_checks, nvrtc, roofline, specs, timing
 from helpers import mandelbrot as mb
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
@@ -137,6 +137,20 @@ def test_without_a_gpu_the_t4_gives_the_predictions() -> None:
         3 * (28e6 / 3 / 256e9 + 5.2e-6) + 10e-6 + 1e-3)
     with pytest.raises(ValueError, match="launches must be a positive integer"):
         gpu.predict_seconds(flops, nbytes, launches=0)
+
+
+def test_cublas_is_priced_as_a_tuned_matmul_and_the_kernels_by_their_bytes() -> None:
+    """One path for every matmul prediction: cuBLAS at MATMUL_EFFICIENCY of the roof, as roofline prices it."""
+    gpu, n = cuda.gpu(), 2048
+    flops = 2 * n**3
+    ways = cuda.matmul_ways(n, 16)
+    assert ways == {"naive kernel": (0.25, False), "tiled kernel (16 x 16)": (4.0, False),
+                    "cuBLAS (a @ b)": (flops / (3 * 4 * n * n), True)}
+    intensity = ways["cuBLAS (a @ b)"][0]
+    tuned = gpu.predict_seconds(flops, flops / intensity, matmul=True)
+    assert tuned == pytest.approx(flops / (8.1e12 * 0.75) + 5.2e-6)  # the T4's fp32 peak at 75%
+    assert tuned == roofline.predict_seconds("NVIDIA T4", flops=flops, bytes=flops / intensity, call="cupy",
+                                             timed="pipelined", matmul=True)
 
 
 def test_on_a_gpu_its_own_name_labels_the_measurements(monkeypatch) -> None:

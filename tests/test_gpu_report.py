@@ -153,6 +153,9 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     assert by_label["sum: our block_sum kernel, 2 launches"]["predicted_s"] == t4.predict_seconds(
         TINY.stream, 4 * TINY.stream, launches=2)
     assert by_label["inference: batch 4"]["predicted_s"] == gpu_report.predict_inference("NVIDIA T4", 4)
+    mm_flops = workloads.matmul_flops(TINY.matmul_kernels)
+    assert by_label["matmul: cuBLAS (a @ b)"]["predicted_s"] == t4.predict_seconds(  # priced as a tuned matmul
+        mm_flops, mm_flops / cuda.matmul_ways(TINY.matmul_kernels)["cuBLAS (a @ b)"][0], matmul=True)
     steps = 1347 // 32  # chapter 05's 1,347 training digits in batches of 32
     assert by_label["epoch by width: CuPy, hidden 64"]["predicted_s"] == training.predict_epoch(
         "NVIDIA T4", 32, 64, steps, 64, 10, kind="cupy").seconds

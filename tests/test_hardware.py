@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from helpers import specs
+from helpers import roofline, specs
 from helpers.backend import Backends, BackendStatus
 from helpers.cpu import Sourced, cpu_info
 from helpers.hardware import Accelerator, Hardware, hardware, where_we_run
@@ -124,7 +124,7 @@ def test_t4_roofs(fake_cpu, cupy_unloaded, monkeypatch):
     assert peak.flops == 8.1e12 and peak.bandwidth == 320e9
     assert peak.device == "NVIDIA T4" and "NVIDIA T4 datasheet" in peak.source
     assert hw.peak("cupy", "float16").flops == 65e12
-    assert hw.peak("cupy", "bfloat16").flops == 65e12  # no BF16 units on a T4: judged by its highest roof
+    assert hw.peak("cupy", "bfloat16").flops == 8.1e12  # no BF16 units on a T4: the float32 rate
     assert hw.peak("cupy", "float64").flops is None
     monkeypatch.setenv("CUPY_TF32", "1")
     assert hw.peak("cupy", "float32").flops == 8.1e12  # a T4 has no TF32 roof to switch to
@@ -149,11 +149,12 @@ def test_jax_float32_on_a_gpu_is_judged_by_tf32(fake_cpu, monkeypatch):
     assert t4.peak("jax", "float32", device_kind="gpu").flops == pytest.approx(8.1e12)  # no TF32 on a T4
 
 
-def test_bf16_on_a_gpu_without_bf16_units_is_judged_by_its_highest_roof(fake_cpu):
+def test_bf16_on_a_gpu_without_bf16_units_is_judged_and_predicted_by_one_roof(fake_cpu):
     t4 = _with(fake_cpu, _gpu("Tesla T4"))  # Turing: fp16 tensor cores, no bf16 ones
     peak = t4.peak("jax", "bfloat16", device_kind="gpu")
-    assert peak.flops == pytest.approx(specs.lookup("Tesla T4").peak_for("float16"))
-    assert "no bfloat16 roof" in peak.source
+    assert peak.flops == pytest.approx(specs.lookup("Tesla T4").peak_for("float32"))
+    assert "no bfloat16 units on file" in peak.source and "float32 rate" in peak.source
+    assert peak.flops == roofline.roofs("NVIDIA T4").roof("bfloat16").flops  # the roof the predictions use
     a100 = _with(fake_cpu, _gpu("NVIDIA A100-SXM4-40GB"))
     assert a100.peak("jax", "bfloat16", device_kind="gpu").flops == pytest.approx(312e12)  # its own bf16 roof
 
