@@ -523,8 +523,8 @@ def matmul_ways(n: int, tile: int = MATMUL_TILE) -> dict[str, tuple[float, bool]
 L2_MULTIPLE = 4
 
 #: CuPy runs alpha * x + beta * y as three kernels (alpha * x, beta * y, their sum), each a pass over memory:
-#: 2 + 2 + 3 = 7 float32 numbers move per element, where a fused kernel moves 3.
-CUPY_AXPBY_KERNELS, CUPY_AXPBY_NUMBERS = 3, 7
+#: 2 + 2 + 3 = 7 float32 numbers move per element (workloads.AXPBY_NUMBERS), where a fused kernel moves 3.
+CUPY_AXPBY_KERNELS, CUPY_AXPBY_NUMBERS = 3, workloads.AXPBY_NUMBERS["cupy"]
 
 
 def gpu() -> GPU:

@@ -268,7 +268,7 @@ def _sweep(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
 def _roofline_points(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
     """The two points chapter 03 puts on the GPU's roofline, beside the roofline's bound for each."""
     n_axpby, n_mm = gpu.beyond_l2(sizes.stream, bytes_per_element=12), sizes.roof_matmul
-    work = {"axpby": (n_axpby, workloads.axpby_flops(n_axpby), workloads.axpby_bytes(n_axpby, 4)),
+    work = {"axpby": (n_axpby, workloads.axpby_flops(n_axpby), workloads.axpby_traffic(n_axpby, 4, "cupy")),
             "matmul": (n_mm, workloads.matmul_flops(n_mm), workloads.matmul_bytes(n_mm, 4))}
     return [_case("03", f"roofline point: {op} {n:,}", f"{flops:,} FLOPs, {nbytes:,} bytes, float32", gpu.name,
                   gpu.spec, "roofline.roofline_seconds (the roofline's bound: FLOPs / attainable)",

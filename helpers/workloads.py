@@ -72,6 +72,27 @@ def axpby_bytes(n: int, itemsize: int) -> int:
     return 3 * positive_int("n (vector length)", n) * positive_int("itemsize (bytes per number)", itemsize)
 
 
+#: Numbers each implementation of alpha*x + beta*y moves per element. NumPy and CuPy run it as three passes
+#: (alpha*x and beta*y into temporaries, then their sum: 2 + 2 + 3); a fused loop (JAX's jit, one CUDA kernel,
+#: Python's loop) reads x and y and writes z: 3, the count axpby_bytes gives.
+AXPBY_NUMBERS = {"python": 3, "numpy": 7, "cupy": 7, "jax": 3}
+
+
+def axpby_traffic(n: int, itemsize: int, backend: str) -> int:
+    """Bytes alpha*x + beta*y really moves on n elements as `backend` runs it (AXPBY_NUMBERS per element)."""
+    return AXPBY_NUMBERS[check_name(backend)] * positive_int("n (vector length)", n) * positive_int(
+        "itemsize (bytes per number)", itemsize)
+
+
+def traffic(op: str, n: int, itemsize: int, backend: str) -> tuple[int, str]:
+    """(bytes `op` moves at size n as `backend` runs it, which count that is): what measure() judges GB/s by."""
+    if get(op).name == "matmul":
+        return matmul_bytes(n, itemsize), "bytes: A and B read, C written, once"
+    numbers = AXPBY_NUMBERS[check_name(backend)]
+    how = "3 passes" if numbers == 7 else "fused"
+    return axpby_traffic(n, itemsize, backend), f"bytes: {numbers} numbers per element ({how})"
+
+
 @dataclass(frozen=True)
 class Workload:
     """An operation the helpers can build inputs for, run in any style, and count FLOPs and bytes of."""
@@ -176,7 +197,10 @@ def measure(op: str, backend: str, n: int, dtype: str = "float32", budget: float
     options.setdefault("label", f"{op} {backend}")
     budget = timing_budget() if budget is None else budget
     options.setdefault("max_time", max(10.0, 3 * budget))
+    nbytes, counted = traffic(op, n, np.dtype(dtype).itemsize, backend)
     with precision(backend, dtype):
         args = make_inputs(op, n, dtype, backend)
-        return benchmark(runner(op, backend), *args, backend=backend, flops=work.flops(n),
-                         bytes=work.bytes(n, np.dtype(dtype).itemsize), n=n, budget=budget, **options)
+        timing = benchmark(runner(op, backend), *args, backend=backend, flops=work.flops(n), bytes=nbytes, n=n,
+                           budget=budget, **options)
+    timing.extra["bytes_counted"] = counted
+    return timing

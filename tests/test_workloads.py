@@ -167,3 +167,17 @@ def test_measure_runs_loops_in_float64_whatever_is_asked():
 
 def test_runner_is_made_once_so_jax_compiles_once():
     assert runner("matmul", "jax") is runner("matmul", "jax")
+
+
+@pytest.mark.parametrize(("backend", "numbers", "how"), [("numpy", 7, "3 passes"), ("cupy", 7, "3 passes"),
+                                                         ("jax", 3, "fused"), ("python", 3, "fused")])
+def test_each_implementation_is_judged_by_the_bytes_it_moves(backend: str, numbers: int, how: str) -> None:
+    """NumPy and CuPy run 2x + 3y as three passes (7 numbers per element); a fused loop moves 3 (axpby_bytes)."""
+    assert workloads.traffic("axpby", 1000, 4, backend) == (numbers * 4000,
+                                                             f"bytes: {numbers} numbers per element ({how})")
+    assert workloads.traffic("matmul", 10, 4, backend)[0] == workloads.matmul_bytes(10, 4)
+
+
+def test_measure_counts_numpys_three_passes_and_says_so() -> None:
+    timing = workloads.measure("axpby", "numpy", 1000, budget=0.01)
+    assert timing.bytes == 7 * 4 * 1000 and timing.extra["bytes_counted"] == "bytes: 7 numbers per element (3 passes)"
