@@ -78,7 +78,7 @@ class Roofs:
 
     def attainable(self, intensity: float, dtype: str | None = None) -> float:
         """FLOP/s the roofline allows at `intensity` FLOP/byte: min(peak, intensity x bandwidth)."""
-        return min(self.roof(dtype).flops, intensity * self.bandwidth)
+        return min(self.roof(dtype).flops, _amount("intensity (FLOP per byte)", intensity) * self.bandwidth)
 
 
 def _origin(source: str) -> str:
@@ -429,7 +429,7 @@ CALL_STYLES = ("default", "jax")
 
 def decide(*, flops: float, bytes: float, calls: int = 1, kernels: int = 1, host_bytes: float = 0.0,  # noqa: A002
            serial_fraction: float = 0.0, footprint: float = 0.0, dtype: str = "float32", matmul: bool = False,
-           call: str = "default", cpu: CPUInfo | Hardware | None = None,
+           call: str = "default", timed: str = "synced", cpu: CPUInfo | Hardware | None = None,
            devices: tuple[str, ...] = DECIDE_DEVICES, workload: str = "") -> Decision:
     """Predict a workload on this CPU and on each of `devices`, name the winner and the term that decided it.
 
@@ -438,12 +438,14 @@ def decide(*, flops: float, bytes: float, calls: int = 1, kernels: int = 1, host
     (CALL_STYLES). host_bytes: bytes that cross the host link (an accelerator only). serial_fraction: the share
     of the work (its FLOPs and bytes) that cannot run in parallel: it runs on one core of this CPU whatever the
     device (Amdahl's law). footprint: bytes the device must hold at once (a device with less memory is out; for
-    this CPU, the memory free now).
+    this CPU, the memory free now). timed: "synced" (each call waits for the last) or "pipelined" (calls queue
+    up, their cost hidden behind the device's work), as predict_seconds counts them.
     """
     flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
     host_bytes, footprint = _amount("host_bytes", host_bytes), _amount("footprint (bytes)", footprint)
     calls, kernels = positive_int("calls", calls), positive_int("kernels", kernels)
     call, matmul = _choice("call", call, CALL_STYLES), flag("matmul", matmul)
+    timed = _choice("timed", timed, ("synced", "pipelined"))
     serial_fraction = fraction("serial_fraction", serial_fraction, "the share of the work that stays serial")
     if isinstance(devices, str) or not isinstance(devices, tuple | list):
         raise ValueError(f"devices must be a tuple of spec names such as {DECIDE_DEVICES} (or () for this CPU "
@@ -459,7 +461,8 @@ def decide(*, flops: float, bytes: float, calls: int = 1, kernels: int = 1, host
     core_flops = host_roofs.roof(dtype).flops / max(1, int(host.cores.value))
     serial = max(serial_fraction * flops / core_flops, serial_fraction * nbytes / host_roofs.bandwidth)
     work = dict(flops=(1 - serial_fraction) * flops, nbytes=(1 - serial_fraction) * nbytes, calls=calls,
-                kernels=kernels, serial=serial, dtype=dtype, matmul=matmul, footprint=footprint, call=call)
+                kernels=kernels, serial=serial, dtype=dtype, matmul=matmul, footprint=footprint, call=call,
+                timed=timed)
     estimates = [_estimate(host, f"this CPU ({host.model})", host_bytes=0.0, **work)]
     for name in devices:
         spec = published_spec(name)
@@ -483,14 +486,21 @@ def host_call_seconds() -> float:
 
 
 def _estimate(device: Device, name: str, *, flops: float, nbytes: float, calls: int, kernels: int,
-              host_bytes: float, serial: float, dtype: str, matmul: bool, footprint: float, call: str) -> Estimate:
+              host_bytes: float, serial: float, dtype: str, matmul: bool, footprint: float, call: str,
+              timed: str) -> Estimate:
     r = roofs(device)
     compute, memory = _compute_and_memory(r, flops, nbytes, dtype, matmul)
     kind_of_call = (JAX_CALL if call == "jax" else DEFAULT_CALL).get(r.kind, "none")
-    fixed = host_call_seconds() if r.kind == "cpu" else (OVERHEADS[kind_of_call].value
-                                                         + kernels * _constant(KERNEL_FLOOR, r.kind, 0.0))
+    if r.kind == "cpu" and call != "jax":
+        overhead = host_call_seconds()  # a NumPy call, measured here
+    else:
+        overhead = OVERHEADS[kind_of_call].value
+    floors = kernels * _constant(KERNEL_FLOOR, r.kind, 0.0)
+    # the calls' term: what they add to the roofs, counted as predict_seconds counts it (synced or pipelined)
+    busy = max(compute, memory)
+    added = calls * _combine(r, overhead, busy / calls + floors, timed) - busy
     link = host_bytes / host_link(device)[0] if host_bytes and r.kind != "cpu" else 0.0
-    terms = {"compute": compute, "memory": memory, "calls": calls * fixed, "host link": link, "serial": serial}
+    terms = {"compute": compute, "memory": memory, "calls": max(added, 0.0), "host link": link, "serial": serial}
     if r.kind == "cpu":
         capacity, holds = available_memory(), "has free"
     else:

@@ -595,6 +595,15 @@ def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps
                       work.memory, spec.memory_bytes)
 
 
+def epoch_workload(batch: int, hidden: int, steps: int, n_in: int = 64, n_out: int = 10) -> dict[str, Any]:
+    """One epoch of JAX, jitted per step, as roofline.decide's arguments: the same counts and call timing as
+    predict_epoch(kind="jax"), so chapter 06's decision and chapter 05's prediction are one prediction."""
+    steps = positive_int("steps", steps)
+    work = trace_step(positive_int("batch", batch), n_in, positive_int("hidden", hidden), n_out)
+    return dict(flops=steps * work.flops, bytes=steps * fused_bytes(work), calls=steps,
+                kernels=xla_kernels(batch, n_in, hidden, n_out).total, call="jax", matmul=True, timed="pipelined")
+
+
 # ------------------------------------------------------------------------------------------------------ sweeps
 
 

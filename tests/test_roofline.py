@@ -202,6 +202,22 @@ def test_decide_calls_the_host_link_and_the_serial_part(cpu):
     assert serial.estimates[1].decided_by == "serial"
 
 
+def test_decide_counts_calls_synced_or_pipelined_as_predict_seconds_does(cpu):
+    """Pipelined, a call's cost hides behind the device's work; a jitted call on the CPU costs JAX's dispatch."""
+    work = dict(flops=0, bytes=320e9 * 0.8, calls=10, cpu=cpu, devices=("NVIDIA T4",))
+    synced, pipelined = (roofline.decide(**work, timed=t).estimates[1] for t in ("synced", "pipelined"))
+    assert synced.terms["calls"] == pytest.approx(10 * (roofline.OVERHEADS["cupy"].value
+                                                        + roofline.KERNEL_FLOOR["gpu"].value))
+    # 0.1 s of device time a call hides its 10 µs
+    assert pipelined.terms["calls"] == pytest.approx(10 * roofline.KERNEL_FLOOR["gpu"].value)
+    assert pipelined.seconds == pytest.approx(roofline.predict_seconds("NVIDIA T4", flops=0, bytes=320e9 * 0.8,
+                                                                       calls=10, timed="pipelined"))
+    jitted = roofline.decide(flops=0, bytes=0, calls=1000, call="jax", cpu=cpu, devices=())
+    assert jitted.estimates[0].terms["calls"] == pytest.approx(1000 * roofline.OVERHEADS["jax_cpu"].value)
+    with pytest.raises(ValueError, match="timed must be one of 'synced', 'pipelined'"):
+        roofline.decide(flops=1, bytes=1, timed="kernel", cpu=cpu)
+
+
 def test_decide_leaves_out_a_device_the_data_does_not_fit(cpu):
     d = roofline.decide(flops=1e9, bytes=1e9, footprint=20e9, cpu=cpu, devices=("NVIDIA T4", "NVIDIA H100 SXM"))
     t4 = d.estimates[1]

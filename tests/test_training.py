@@ -330,3 +330,13 @@ def test_summary_table_gives_speed_ups_over_the_first_row() -> None:
         training.summary_table([])
     with pytest.raises(ValueError, match="positive number of seconds per epoch; these do not: JAX"):
         training.summary_table([training.Row("NumPy", "CPU", 0.9, 0.004), training.Row("JAX", "CPU", 0.9, 0.0)])
+
+
+@pytest.mark.parametrize("device", roofline.DECIDE_DEVICES)
+def test_one_epoch_gets_one_prediction_in_chapter_05_and_chapter_06(device: str) -> None:
+    """Chapter 06's decision for chapter 05's epoch is chapter 05's own JAX prediction, device by device."""
+    steps = 1347 // 32
+    decision = roofline.decide(**training.epoch_workload(32, 64, steps), devices=roofline.DECIDE_DEVICES)
+    estimate = next(e for e in decision.estimates if e.device == device)
+    assert estimate.seconds == pytest.approx(training.predict_epoch(device, 32, 64, steps, kind="jax").seconds,
+                                             rel=1e-9)
