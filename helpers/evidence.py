@@ -73,7 +73,7 @@ def predicted_seconds(model: dict[str, Any]) -> float:
     if model["op"] == "elementwise":
         return roofline.predict_seconds(spec, flops=0, bytes=model["bytes"], dtype=None, call="cupy", timed=timed)
     if model["op"] == "copy":
-        return roofline.predict_copy_seconds(spec, model["bytes"], timed=timed)
+        return roofline.predict_copy_seconds(spec, model["bytes"], timed=timed, memory=model["memory"])
     raise ValueError(f"model op {model['op']!r} is not one of matmul, elementwise, copy")
 
 
@@ -137,6 +137,8 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
         for key, cost in table.items():
             value = f"{cost.value:.3g}" if "EFFICIENCY" in name else _seconds(cost.value)
             out.append(f"| {name}[{key!r}] | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
+    cost = roofline.PAGEABLE_FRACTION
+    out.append(f"| PAGEABLE_FRACTION | {cost.value:.3g} | {_cell(cost.what)} | {_cell(cost.source)} |")
     return "\n".join(out) + "\n"
 
 

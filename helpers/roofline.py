@@ -347,16 +347,35 @@ def host_link(device: Device) -> tuple[float, str]:
     return found
 
 
-def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1, timed: str = "synced") -> float:  # noqa: A002
+#: Ordinary host memory is *pageable*: the OS may move it, so the GPU cannot copy from it directly. CUDA (and
+#: cupy.asarray, jax.device_put) first copies it into a pinned staging buffer, at a fraction of the link's rate.
+PAGEABLE_FRACTION = Cost(0.27, "fraction of the pinned host-link bandwidth a copy from ordinary (pageable) host "
+                         "memory reaches",
+                         "fitted: the geometric mean of the two published ratios found, both A100 hosts, CUDA's "
+                         "bandwidthTest, 32 MB host to device: a DGX A100, pageable 10.0 GB/s against pinned 25.7 "
+                         "(0.39), and a Dell A100 80GB PCIe server, 3.3 against 17.3 (0.19) (https://github.com/gengwg/"
+                         "gpu/blob/54e9b29dd04137191a140917917658bf216b1d74/nvda_gpu_benchmark.md); none was found "
+                         "for a T4, and the ratio depends on the host's memory and CPU")
+#: Where a copy's host-side data lives: ordinary NumPy arrays are "pageable"; "pinned" is page-locked memory
+#: (cupyx.empty_pinned), which the GPU's copy engine reads directly, at the link's rate (HOST_LINKS).
+MEMORIES = ("pageable", "pinned")
+
+
+def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1, timed: str = "synced",  # noqa: A002
+                         memory: str = "pageable") -> float:
     """Seconds to move `bytes` between host memory and `device` in `calls` copies: each a CuPy call plus the link
-    (timed="kernel": the transfer alone, as CUDA's bandwidthTest times it)."""
+    (timed="kernel": the transfer alone, as CUDA's bandwidthTest times it), from `memory` (MEMORIES): a NumPy
+    array is pageable, and crosses at PAGEABLE_FRACTION of the pinned rate."""
     calls = positive_int("calls", calls)
     overhead = 0.0 if _choice("timed", timed, TIMINGS) == "kernel" else OVERHEADS["cupy"].value
-    return calls * overhead + _amount("bytes", bytes) / host_link(device)[0]
+    rate = host_link(device)[0] * (PAGEABLE_FRACTION.value if _choice("memory", memory, MEMORIES) == "pageable"
+                                   else 1.0)
+    return calls * overhead + _amount("bytes", bytes) / rate
 
 
 __all__ = [
-    "DEFAULT_CALL", "JAX_CALL", "KERNEL_FLOOR", "MATMUL_EFFICIENCY", "MEMORY_EFFICIENCY", "OVERHEADS", "TIMINGS",
+    "DEFAULT_CALL", "JAX_CALL", "KERNEL_FLOOR", "MATMUL_EFFICIENCY", "MEMORIES", "MEMORY_EFFICIENCY", "OVERHEADS",
+    "PAGEABLE_FRACTION", "TIMINGS",
     "CALL_STYLES", "DECIDE_DEVICES", "ITEMSIZE", "TERMS", "Cost", "Decision", "Device", "Estimate", "Roof", "Roofs",
     "attainable", "decide", "host_call_seconds", "device_seconds", "host_link", "mxu_side", "padded",
     "predict_copy_seconds", "predict_matmul_seconds", "predict_seconds", "published_spec", "roofline_seconds",
@@ -499,7 +518,7 @@ def _estimate(device: Device, name: str, *, flops: float, nbytes: float, calls: 
     # the calls' term: what they add to the roofs, counted as predict_seconds counts it (synced or pipelined)
     busy = max(compute, memory)
     added = calls * _combine(r, overhead, busy / calls + floors, timed) - busy
-    link = host_bytes / host_link(device)[0] if host_bytes and r.kind != "cpu" else 0.0
+    link = predict_copy_seconds(device, host_bytes, timed="kernel") if host_bytes and r.kind != "cpu" else 0.0
     terms = {"compute": compute, "memory": memory, "calls": max(added, 0.0), "host link": link, "serial": serial}
     if r.kind == "cpu":
         capacity, holds = available_memory(), "has free"

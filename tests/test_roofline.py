@@ -88,8 +88,18 @@ def test_tpu_matmul_pads_to_the_mxu_and_pays_a_call():
 
 def test_copies_cross_the_host_link():
     rate = specs.HOST_LINKS["NVIDIA T4"][0]
-    assert roofline.predict_copy_seconds(T4, 1e9) == pytest.approx(10e-6 + 1e9 / rate)
+    assert roofline.predict_copy_seconds(T4, 1e9, memory="pinned") == pytest.approx(10e-6 + 1e9 / rate)
     assert roofline.predict_copy_seconds(T4, 0, calls=2) == pytest.approx(20e-6)
+    with pytest.raises(ValueError, match="memory must be one of 'pageable', 'pinned'"):
+        roofline.predict_copy_seconds(T4, 1e9, memory="page-locked")
+
+
+def test_a_numpy_array_is_pageable_and_crosses_at_a_fraction_of_the_pinned_rate():
+    """cupy.asarray(a NumPy array) stages it through a pinned buffer: the default, and the slower, copy."""
+    rate = specs.HOST_LINKS["NVIDIA T4"][0]
+    pageable = roofline.predict_copy_seconds(T4, 1e9, timed="kernel")
+    assert pageable == pytest.approx(1e9 / (rate * roofline.PAGEABLE_FRACTION.value))
+    assert pageable > 3 * roofline.predict_copy_seconds(T4, 1e9, timed="kernel", memory="pinned")
     with pytest.raises(ValueError, match="no host link on file for TPU v6e; known: NVIDIA T4"):
         roofline.host_link("TPU v6e")
 
@@ -195,7 +205,8 @@ def test_decide_calls_the_host_link_and_the_serial_part(cpu):
     many = roofline.decide(flops=1e3, bytes=1e3, calls=10_000, cpu=cpu)
     assert many.winner.device.startswith("this CPU") and all(e.decided_by == "calls" for e in many.estimates[1:])
     link = roofline.decide(flops=0, bytes=1e9, host_bytes=11e9, cpu=cpu, devices=("NVIDIA T4",))
-    assert link.estimates[1].terms["host link"] == pytest.approx(1.0) and link.estimates[0].terms["host link"] == 0
+    assert link.estimates[1].terms["host link"] == pytest.approx(1.0 / roofline.PAGEABLE_FRACTION.value)  # NumPy's
+    assert link.estimates[0].terms["host link"] == 0
     serial = roofline.decide(flops=1e12, bytes=0, serial_fraction=0.5, cpu=cpu, devices=("NVIDIA H100 SXM",))
     one_core = 160e9 / 2  # the fixture's float32 peak on one of its 2 cores
     assert all(e.terms["serial"] == pytest.approx(0.5e12 / one_core) for e in serial.estimates)
