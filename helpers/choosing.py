@@ -22,7 +22,7 @@ from . import cuda_sim, roofline
 from .cuda import blocks_for
 from .cuda_c import CudaCError
 from .style import PREDICTION_COLOUR, REFERENCE_COLOUR, figure
-from .validate import finite, fraction, positive_int
+from .validate import LARGEST, finite, fraction, positive_int
 
 # --------------------------------------------------------------------------------------------------------------
 # Sequential dependence: a recurrence, three ways
@@ -112,11 +112,29 @@ def warp_steps(source: str, name: str, x: np.ndarray, threads: int = 128) -> np.
     return np.array(steps, dtype=np.int64)[: blocks_for(x.size, WARP) * WARP].reshape(-1, WARP)
 
 
+def _steps(name: str, steps: Any) -> np.ndarray:
+    """`steps` as whole numbers of shape (warps, 32), as warp_steps returns them; else a ValueError naming `name`."""
+    try:
+        array = np.asarray(steps, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        array = np.full((0, 0), np.nan)
+    if array.ndim != 2 or not array.shape[0] or array.shape[1] != WARP or not (
+            np.isfinite(array).all() and (array >= 0).all() and (array <= LARGEST).all()
+            and (array == np.round(array)).all()):
+        raise ValueError(f"{name} must be each thread's loop steps, as warp_steps returns them: whole numbers >= 0 "
+                         f"of shape (warps, {WARP}), at least one warp; got {type(steps).__name__} {steps!r:.60}")
+    return array.astype(np.int64)
+
+
 @dataclass(frozen=True)
 class Divergence:
     """Loop steps of a kernel's threads, warp by warp, and what they cost run in lock step or one by one."""
 
     steps: np.ndarray  # (warps, 32)
+
+    def __post_init__(self) -> None:
+        """Refuse steps of any other shape or kind now, rather than answer with a wrong cost later."""
+        object.__setattr__(self, "steps", _steps("steps", self.steps))
 
     @property
     def useful(self) -> int:
@@ -141,11 +159,11 @@ def divergence_figure(runs: Mapping[str, np.ndarray]) -> Any:
 
     if not isinstance(runs, Mapping) or not runs:
         raise ValueError("runs must be a dict: label -> steps of shape (warps, 32) (from warp_steps)")
+    runs = {label: _steps(f"runs[{label!r:.40}]", s) for label, s in runs.items()}
     fig = make_subplots(rows=1, cols=len(runs), subplot_titles=[
-        f"{label}: {Divergence(np.asarray(s)).efficiency:.0%} of lanes useful" for label, s in runs.items()])
+        f"{label}: {Divergence(s).efficiency:.0%} of lanes useful" for label, s in runs.items()])
     top = max(int(np.max(s)) for s in runs.values())
     for col, steps in enumerate(runs.values(), 1):
-        steps = np.asarray(steps)
         fig.add_heatmap(z=steps, zmin=0, zmax=top, colorscale="Viridis", showscale=col == 1, row=1, col=col,
                         colorbar={"title": "steps"}, hovertemplate="warp %{y}, lane %{x}: %{z} steps<extra></extra>")
         fig.update_xaxes(title_text="lane (thread of the warp)", row=1, col=col)

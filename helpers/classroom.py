@@ -297,9 +297,15 @@ def _record_problem(where: str, record: Any, fields: dict[str, Check], required:
     return None
 
 
+#: The most characters a value takes in a message, however many keys or items it has.
+SHOWN_CHARS = 80
+
+
 def _shown(value: Any) -> str:
-    """`value` in a message, cut short: a few levels and items of a list or an object, 40 characters of the rest."""
-    return SHORT.repr(value)
+    """`value` in a message, cut short: a few levels and items of a list or an object, 40 characters of the rest,
+    SHOWN_CHARS in all, so that the line a skipped file gets stays one readable line."""
+    text = SHORT.repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS - 3]}..."
 
 
 def read_machines(paths: Sequence[str | Path]) -> tuple[list[Machine], list[str]]:

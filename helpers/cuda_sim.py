@@ -586,6 +586,8 @@ def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[A
     get wrong on a GPU (a block over 1024 threads, a Python int for an int, an array of the wrong dtype), so a
     GPU launch is refused as the CPU executor would refuse it. CUDA C outside the executor's subset is not
     checked here (CuPy, its compiler and the driver check what they can)."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C, a string; got {type(source).__name__} {source!r:.40}")
     for what, dims in (("grid", grid), ("block", block)):
         if not isinstance(dims, tuple):
             raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")

@@ -15,6 +15,7 @@ so it is for small sizes: about a million C operations a second. `synchronize()`
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -24,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from . import cuda_sim
-from .cuda import C_TYPES, Param, parse_params
+from .cuda import C_TYPES, MAX_BLOCK_THREADS, Param, parse_params
 from .cuda_c import CudaCError
+from .validate import flag
 
 #: The most seconds profiler.benchmark spends here, warm-up included, whatever it is asked for.
 STAND_IN_SECONDS = 10.0
@@ -37,14 +39,46 @@ bool_, int32, int64, uint32, uint64, float32, float64 = (np.bool_, np.int32, np.
                                                          np.float32, np.float64)
 
 
+#: The kinds of dtype CuPy's arrays hold: bools, signed and unsigned integers, floats and complex numbers.
+NUMBER_KINDS = "biufc"
+
+
+def _dtype(name: str, dtype: Any) -> np.dtype | None:
+    """`dtype` as a NumPy dtype of numbers or bools (None stays None); a TypeError naming `name` for anything else,
+    as CuPy, whose arrays hold no strings, objects or records, refuses it."""
+    if dtype is None:
+        return None
+    try:
+        found = np.dtype(dtype)
+    except (TypeError, ValueError):
+        found = None
+    if found is None or found.kind not in NUMBER_KINDS or found.fields:
+        raise TypeError(f"{name} must be a dtype of numbers such as np.float32 or 'int32' (CuPy's arrays hold bools, "
+                        f"integers, floats and complex numbers); got {dtype!r:.40}")
+    return found
+
+
+def _array(name: str, a: Any, dtype: Any = None) -> np.ndarray:
+    """A new NumPy array of `a`'s numbers, in `dtype`; a ValueError naming `name` for what CuPy would not take."""
+    want = _dtype("dtype", dtype)
+    try:
+        array = np.array(a, dtype=want, copy=True)
+    except (TypeError, ValueError, OverflowError):
+        array = None
+    if array is None or array.dtype.kind not in NUMBER_KINDS or array.dtype.fields:
+        raise ValueError(f"{name} must be an array, a number or a list of numbers (rows of equal length), as CuPy "
+                         f"takes; got {_describe(a)}")
+    return array
+
+
 def asarray(a: Any, dtype: Any = None) -> np.ndarray:
     """A copy of `a` 'on the device' (CuPy copies host data to the GPU; here, to a new array)."""
-    return np.array(a, dtype=dtype, copy=True)
+    return _array("a", a, dtype)
 
 
 def asnumpy(a: Any) -> np.ndarray:
     """A copy of a device array on the host (here, a NumPy copy)."""
-    return np.array(a, copy=True)
+    return _array("a", a)
 
 
 def empty(shape: int | Sequence[int], dtype: Any = float) -> np.ndarray:
@@ -53,13 +87,17 @@ def empty(shape: int | Sequence[int], dtype: Any = float) -> np.ndarray:
     if dims is None or any(isinstance(d, bool) or not isinstance(d, Integral) or d < 0 for d in dims):
         raise ValueError(f"shape must be a whole number of elements, zero or more, or a tuple of them; got "
                          f"{shape!r:.40}")
-    if int(np.prod(dims, dtype=np.float64)) > MAX_ELEMENTS * 64:
-        raise ValueError(f"shape {dims} is too large for the CPU stand-in (at most {MAX_ELEMENTS * 64:,} elements)")
-    return np.full(dims, np.nan if np.dtype(dtype).kind == "f" else -1, dtype=dtype)
+    if math.prod(int(d) for d in dims) > MAX_ELEMENTS * 64:
+        raise ValueError(f"shape {shape!r:.60} is too large for the CPU stand-in (at most {MAX_ELEMENTS * 64:,} "
+                         "elements)")
+    want = _dtype("dtype", dtype) or np.dtype(float)
+    return np.full(dims, np.nan if want.kind in "fc" else -1, dtype=want)
 
 
-def empty_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
-    return empty(np.shape(a), dtype or np.asarray(a).dtype)
+def empty_like(a: Any, dtype: Any = None) -> np.ndarray:
+    """Uninitialised memory of `a`'s shape and (unless `dtype` is given) dtype, as cupy.empty_like."""
+    a = a if isinstance(a, np.ndarray) else _array("a", a)
+    return empty(a.shape, a.dtype if dtype is None else dtype)
 
 
 zeros, ones, full, arange = np.zeros, np.ones, np.full, np.arange
@@ -105,14 +143,22 @@ class ElementwiseKernel:
                  reduce_dims: bool = True, preamble: str = "", no_return: bool = False,
                  return_tuple: bool = False, **kwargs: Any) -> None:
         self.inputs = parse_params(in_params, "in_params")
-        self.outputs = parse_params(out_params, "out_params") if out_params.strip() else []
+        no_outputs = isinstance(out_params, str) and not out_params.strip()
+        self.outputs = [] if no_outputs else parse_params(out_params, "out_params")
         if not isinstance(operation, str) or not operation.strip():
             raise ValueError("operation must be a non-empty string of CUDA C, e.g. 'y = 2 * x'")
-        reserved = [p.name for p in self.inputs + self.outputs if p.name in ("i", "n") or p.name.startswith("_")]
+        sides = (("in_params", self.inputs), ("out_params", self.outputs))
+        reserved = [f"{p.name} (in {what})" for what, params in sides for p in params
+                    if p.name in ("i", "n") or p.name.startswith("_")]
         if reserved:
             raise ValueError(f"{', '.join(reserved)}: the names i, n and names starting with _ are CuPy's own")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name, re.ASCII):
+            raise ValueError(f"name must be the kernel's name, a C identifier such as 'relu'; got {name!r:.40}")
+        if not isinstance(preamble, str):
+            raise TypeError(f"preamble must be a string of CUDA C (or ''); got {_describe(preamble)}")
         self.in_params, self.out_params, self.operation, self.name = in_params, out_params, operation, name
-        self.preamble, self.no_return, self.return_tuple = preamble, no_return, return_tuple
+        self.preamble = preamble
+        self.no_return, self.return_tuple = flag("no_return", no_return), flag("return_tuple", return_tuple)
         self._programs: dict[str, tuple[cuda_sim.Program, range]] = {}
 
     def __call__(self, *args: Any, size: int | None = None, block_size: int | None = None) -> Any:
@@ -140,7 +186,7 @@ class ElementwiseKernel:
         if count > MAX_ELEMENTS:
             raise ValueError(f"{self.name}: {count:,} elements; the CPU executor runs at most {MAX_ELEMENTS:,} (it "
                              "checks every access, about a million operations a second): use a smaller size here")
-        threads = block_size or 128
+        threads = 128 if block_size is None else _block_size(block_size)
         if count:
             try:
                 program.launch(self.name, (min(-(-count // threads), 1024),), (threads,),
@@ -178,7 +224,7 @@ class ElementwiseKernel:
         return types
 
     def _shape(self, params: list[Param], args: Sequence[Any], size: int | None) -> tuple[int, ...]:
-        arrays = [a for p, a in zip(params, args, strict=False) if isinstance(a, np.ndarray) and not p.raw]
+        arrays = {p.name: a for p, a in zip(params, args, strict=False) if isinstance(a, np.ndarray) and not p.raw}
         if not arrays:
             if size is None:
                 raise ValueError(f"{self.name}: with no array argument (only scalars and raw arrays), give the "
@@ -190,10 +236,10 @@ class ElementwiseKernel:
         if size is not None:
             raise ValueError(f"{self.name}: size= is for calls without array arguments; the arrays give the size")
         try:
-            return tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
+            return tuple(np.broadcast_shapes(*(a.shape for a in arrays.values())))
         except ValueError:
-            raise ValueError(f"{self.name}: the arrays' shapes {', '.join(str(a.shape) for a in arrays)} do not "
-                             "broadcast together") from None
+            shapes = ", ".join(f"{name} {a.shape}" for name, a in arrays.items())
+            raise ValueError(f"{self.name}: the arrays' shapes ({shapes}) do not broadcast together") from None
 
     def _input(self, p: Param, a: Any, types: dict[str, np.dtype], shape: tuple[int, ...]) -> Any:
         want = types.get(p.type, np.dtype(p.type) if p.type in C_TYPES else None)
@@ -205,7 +251,10 @@ class ElementwiseKernel:
             return np.ascontiguousarray(np.broadcast_to(self._cast(p, a, want), shape)).reshape(-1)
         if not isinstance(a, int | float | bool | np.generic):
             raise TypeError(f"{self.name}: {p.name} must be an array or a number; got {_describe(a)}")
-        return want.type(a)
+        try:
+            return want.type(a)
+        except (OverflowError, ValueError):  # 2**2000 in any type, 10**30 or NaN in an integer
+            raise ValueError(f"{self.name}: {p.name} does not fit in {want}; got {_describe(a)}") from None
 
     def _cast(self, p: Param, a: np.ndarray, want: np.dtype) -> np.ndarray:
         if a.dtype == want:
@@ -258,6 +307,14 @@ class ElementwiseKernel:
                 return f"line {number - operation.start + 1} of the operation of {self.name}"
             return f"line {number} of the kernel {self.name} builds around its operation"
         return re.sub(r"line (\d+)", line, message).replace("_in_", "").replace("_out_", "")
+
+
+def _block_size(block_size: Any) -> int:
+    """`block_size` if it is a whole number of threads a block can hold; otherwise a ValueError saying so."""
+    if isinstance(block_size, bool) or not isinstance(block_size, Integral) or not 1 <= block_size <= MAX_BLOCK_THREADS:
+        raise ValueError(f"block_size must be a whole number of threads from 1 to {MAX_BLOCK_THREADS:,}, or None "
+                         f"(128); got {block_size!r:.40}")
+    return int(block_size)
 
 
 def _scalar_dtype(p: Param, a: Any) -> np.dtype:

@@ -16,7 +16,8 @@ the CPU stand-in's or an h.cuda.Elementwise, made of plain strings): anything el
 its type alone, so none of a learner's code runs inside a check, and whatever is printed while a check runs
 is shown after its verdict, labelled. A source that #includes anything but CUDA's own headers is refused
 before it is compiled (helpers.nvrtc.refused_include). Author arguments under which nothing would be checked
-(n=0, a 1 x 1 x 1 product) raise a ValueError.
+(n=0, a 1 x 1 x 1 product), and a reference or inputs function that gives no answer or inputs to check with,
+raise an error naming the argument: never a ❌ that blames the learner for the author's mistake.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .checks import TIME_LIMIT, Verdict
 from .cuda import MAX_BLOCK_THREADS, Elementwise, blocks_for, gpu_here
 from .cuda_c import CudaCError
 from .limits import TimeLimitExceeded, time_limit
+from .validate import finite
 
 P = ParamSpec("P")
 #: Seeds the inputs' values only: the sizes, shapes and factor a kernel could be tuned to are drawn afresh.
@@ -378,13 +380,41 @@ def _stand_in(parts: Elementwise) -> cupy_cpu.ElementwiseKernel:
                                       preamble=parts.preamble)
 
 
+def _author_inputs(reference: Any, inputs: Any, n: int) -> tuple[Any, ...]:
+    """inputs(n), once both functions are functions and it is what a check needs; else the author's error."""
+    for name, fn in (("reference", reference), ("inputs", inputs)):
+        if not callable(fn):
+            raise TypeError(f"{name} must be a function (reference: NumPy's answer from the inputs; inputs: the "
+                            f"kernel's inputs for n elements); got {_type_name(fn)}")
+    args = inputs(n)
+    if type(args) is not tuple or not args or not all(
+            (type(a) is np.ndarray and a.shape == (n,) and a.dtype.kind in "biuf")
+            or isinstance(a, int | float | np.number) for a in args):
+        raise ValueError(f"inputs(n) must return a tuple of the kernel's inputs, each an array of n = {n:,} numbers "
+                         f"or a number; got {_type_name(args)} {args!r:.60}")
+    return args
+
+
+def _answers(reference: Callable[..., Any], args: tuple[Any, ...], sizes: list[int]) -> dict[int, np.ndarray]:
+    """NumPy's answer at each size, from the checker's own copies of the first `size` elements of each input,
+    computed before any kernel runs; the author's ValueError for a reference that does not give one."""
+    answers = {}
+    for size in sizes:
+        want = reference(*(a[:size].copy() if isinstance(a, np.ndarray) else a for a in args))
+        if type(want) is not np.ndarray or want.shape != (size,) or want.dtype.kind not in "biuf":
+            raise ValueError(f"reference must return NumPy's answer, an array of one number per element ({size:,} "
+                             f"here); got {_type_name(want)} {want!r:.60}")
+        answers[size] = want
+    return answers
+
+
 def _elementwise(kernel: Any, reference: Callable[..., np.ndarray], inputs: Callable[[int], tuple[Any, ...]],
                  title: str, n: int) -> Verdict:
     """check_elementwise's work; its verdict is printed by the public checker."""
     n = _whole("n", n, 3, MAX_ELEMENTS, "the check runs 1 element, n, and a size drawn afresh between them")
     if not isinstance(title, str) or not title.strip():
         raise ValueError(f"title must be the exercise's name, a non-empty string; got {title!r:.40}")
-    args = inputs(n)
+    args = _author_inputs(reference, inputs, n)
     parts = _elementwise_problem(kernel, title, len(args))
     if isinstance(parts, Verdict):
         return parts
@@ -392,16 +422,16 @@ def _elementwise(kernel: Any, reference: Callable[..., np.ndarray], inputs: Call
     if failed is not None:
         return failed
     sizes, drawn = _sizes((1, 257), n, _fresh())
+    answers = _answers(reference, args, sizes)
 
     def run(size: int, to_device: Callable[[np.ndarray], Any]) -> Callable[[Any], tuple[Any, np.ndarray]]:
         def go(front: Any) -> tuple[Any, np.ndarray]:
-            want = reference(*(a[:size].copy() if isinstance(a, np.ndarray) else a for a in args))  # first
             got = front(*(to_device(a[:size].copy()) if isinstance(a, np.ndarray) else a for a in args))
             if gpu_here():
                 import cupy
 
                 cupy.cuda.get_current_stream().synchronize()
-            return got, want
+            return got, answers[size]
         return go
 
     def plans(where: str) -> tuple[Callable[[], Any], Runs]:
@@ -425,8 +455,17 @@ def check_elementwise(kernel: Any, reference: Callable[..., np.ndarray], inputs:
     return _elementwise(kernel, reference, inputs, title, n)
 
 
+def _floats(name: str, x: Any) -> np.ndarray:
+    """`x` if it is a NumPy array of floats; otherwise a TypeError naming `name`."""
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+        raise TypeError(f"{name} must be a NumPy array of floats, such as np.float32 ones; got {_type_name(x)} "
+                        f"{x!r:.40}")
+    return x
+
+
 def silu_reference(x: np.ndarray) -> np.ndarray:
     """SiLU (swish), the activation of the Elementwise exercise: x * sigmoid(x) = x / (1 + exp(-x))."""
+    x = _floats("x", x)
     return (x / (1 + np.exp(-x))).astype(x.dtype)
 
 
@@ -444,7 +483,9 @@ def check_silu(kernel: Any, n: int = 1000) -> Verdict:
 
 def scale_reference(x: np.ndarray, factor: float) -> np.ndarray:
     """What the bounds-check exercise's kernel computes: out = factor * x."""
-    return (np.float32(factor) * x).astype(np.float32)
+    if not finite(factor):
+        raise ValueError(f"factor must be a finite number; got {factor!r:.40}")
+    return (np.float32(factor) * _floats("x", x)).astype(np.float32)
 
 
 def _builds(source: str, name: str) -> Callable[[str], tuple[Callable[[], Any], Launcher]]:

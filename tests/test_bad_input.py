@@ -50,11 +50,13 @@ T4 = specs.get("NVIDIA T4")
 @dataclass(frozen=True)
 class Public:
     """A public function and keyword arguments with which it works; `named` maps a parameter to the words its
-    error message uses for it, where that is not the parameter's own name."""
+    error message uses for it, where that is not the parameter's own name; `bad` adds wrong values of its own
+    (a tuple of the wrong size, a shape that checks nothing) to BAD."""
 
     fn: Callable[..., Any]
     good: dict[str, Any]
     named: dict[str, str] = field(default_factory=dict)
+    bad: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"{self.fn.__module__.removeprefix('helpers.')}.{self.fn.__qualname__}"
@@ -96,14 +98,21 @@ PUBLIC = [
     Public(h.array_module, {"name": "numpy"}, {"name": "backend"}),
     Public(h.accelerator_backend, {"kind": "gpu"}, {"kind": "accelerator"}),
     Public(specs.get, {"name": "NVIDIA T4"}, {"name": "specs"}),
-    Public(roofline.predict_seconds, {"device": T4, "flops": 1e9, "bytes": 1e6, "dtype": "float32", "calls": 2}),
-    Public(roofline.predict_matmul_seconds, {"device": "TPU v5e", "m": 128, "k": 128, "n": 128, "dtype": "bfloat16"}),
-    Public(roofline.predict_copy_seconds, {"device": T4, "bytes": 1e6, "calls": 1}),
-    Public(roofline.device_seconds, {"device": T4, "flops": 1e9, "bytes": 1e6, "dtype": "float32", "kernels": 1}),
-    Public(roofline.decide, {"flops": 1e9, "bytes": 1e6, "calls": 2, "host_bytes": 1e3, "serial_fraction": 0.1,
-                             "footprint": 1e6, "dtype": "float32", "devices": ("NVIDIA T4",)}, {"devices": "device"}),
+    Public(roofline.predict_seconds, {"device": T4, "flops": 1e9, "bytes": 1e6, "dtype": "float32", "calls": 2,
+                                      "call": "cupy", "kernels": 2, "timed": "pipelined", "matmul": False}),
+    Public(roofline.predict_matmul_seconds, {"device": "TPU v5e", "m": 128, "k": 128, "n": 128, "dtype": "bfloat16",
+                                             "timed": "kernel"}),
+    Public(roofline.predict_copy_seconds, {"device": T4, "bytes": 1e6, "calls": 1, "timed": "synced",
+                                           "memory": "pinned"}),
+    Public(roofline.device_seconds, {"device": T4, "flops": 1e9, "bytes": 1e6, "dtype": "float32", "kernels": 1,
+                                     "matmul": True}),
+    Public(roofline.decide, {"flops": 1e9, "bytes": 1e6, "calls": 2, "kernels": 2, "host_bytes": 1e3,
+                             "serial_fraction": 0.1, "footprint": 1e6, "dtype": "float32", "matmul": False,
+                             "call": "jax", "timed": "pipelined", "cpu": None, "devices": ("NVIDIA T4",),
+                             "workload": "w"},
+           {"devices": "device"}),
     Public(choosing.recurrence_work, {"n": 100, "method": "scan"}),
-    Public(choosing.predict_recurrence, {"device": "NVIDIA T4", "n": 100, "method": "loop"}),
+    Public(choosing.predict_recurrence, {"device": "NVIDIA T4", "n": 100, "method": "associative scan"}),
     Public(choosing.amdahl, {"serial_fraction": 0.1, "parallel_speedup": 10.0}),
     Public(choosing.price, {"device": "TPU v5e"}, {"device": "price"}),
     Public(choosing.format_dollars, {"amount": 1.5}),
@@ -131,7 +140,8 @@ PUBLIC = [
     Public(plots.speedup_bars, {"timings": {"a": _timing(), "b": _timing()}}),
     Public(plots.gflops_bars, {"timings": {"a": _timing(), "b": _timing()}}),
     Public(plots.roofline, {"device": T4, "timings": {"a": _timing()}, "dtype": "float32"}),
-    Public(roofline.attainable, {"device": T4, "intensity": 4.0, "dtype": "float32"}),
+    Public(roofline.attainable, {"device": T4, "intensity": 4.0, "dtype": "float32"},
+           bad={"device": ("definitely not a T4", "cpu")}),
     Public(mlp.batch_order, {"n_samples": 100, "batch_size": 8, "epochs": 2, "seed": 0}),
     Public(mandelbrot.mandelbrot_loops, {"width": 8, "height": 6, "max_steps": 20}),
     Public(mandelbrot.mandelbrot_array, {"width": 8, "height": 6, "max_steps": 20}),
@@ -153,17 +163,20 @@ PUBLIC = [
 #: A call still running after this long hangs (a hang guard, not a speed test: the slowest call, the first
 #: load_digits_split that imports scikit-learn, takes about 5 s on CI's machine).
 HANG_SECONDS = 60.0
-BAD = st.sampled_from([None, "7", "", -1, 0, -2.5, math.nan, math.inf, -math.inf, True, 10**30, 2**2000, [], [1, 2],
-                       [[1.0, 2.0], [3.0]], {}, 1 + 2j, object(), b"x", "float32x"])
+BAD_VALUES = (None, "7", "", -1, 0, -2.5, math.nan, math.inf, -math.inf, True, 10**30, 2**2000, [], [1, 2],
+              [[1.0, 2.0], [3.0]], {}, 1 + 2j, object(), b"x", "float32x")
+BAD = st.sampled_from(BAD_VALUES)
 
 
-@pytest.mark.parametrize("public", PUBLIC, ids=str)
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_one_bad_argument_gets_a_result_or_a_clear_error_from_the_helpers(public: Public, data: st.DataObject,
-                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def draw_one_bad_argument(public: Public, data: st.DataObject) -> tuple[str, Any]:
+    """(a parameter of `public`, a wrong value for it): from BAD, or from the entry's own wrong values."""
     name = data.draw(st.sampled_from(sorted(public.good)), label="argument")
-    bad = data.draw(BAD, label="value")
+    own = public.bad.get(name, ())
+    return name, data.draw(st.one_of(BAD, st.sampled_from(own)) if own else BAD, label="value")
+
+
+def assert_result_or_clear_error(public: Public, name: str, bad: Any) -> None:
+    """Call `public` with `bad` as `name`: it must return, or raise an Exception inside helpers/ naming the argument."""
     try:
         with time_limit(HANG_SECONDS, f"{public}({name}={bad!r:.40})"):
             public.fn(**{**public.good, name: bad})
@@ -173,6 +186,15 @@ def test_one_bad_argument_gets_a_result_or_a_clear_error_from_the_helpers(public
             f"{public}({name}={bad!r:.40}) raised {type(exc).__name__} from {last.filename}:{last.lineno}: {exc}")
         words = public.named.get(name, name)
         assert words in str(exc), f"{public}({name}={bad!r:.40}): the message does not name {words!r}: {exc}"
+
+
+@pytest.mark.parametrize("public", PUBLIC, ids=str)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_one_bad_argument_gets_a_result_or_a_clear_error_from_the_helpers(public: Public, data: st.DataObject,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        assert_result_or_clear_error(public, *draw_one_bad_argument(public, data))
     finally:
         capsys.readouterr()
 
