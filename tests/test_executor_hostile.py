@@ -101,3 +101,16 @@ def test_an_array_subclass_is_refused_with_the_plain_array_to_pass() -> None:
     with pytest.raises(TypeError, match=r"argument 1 \(float\* a\) of k: a matrix, not a plain NumPy array; "
                                         r"pass np.asarray\(a\)"):
         _run(KERNEL.format(body="if (i < n) a[i] = 1.0f;"), np.matrix(np.zeros((1, 4), np.float32)), np.int32(4))
+
+
+def test_names_that_collide_in_python_run_as_c_reads_them() -> None:
+    """A function and a variable of one name, Python keywords and the runtime's own names are plain C names."""
+    source = ('__device__ float load(float lambda) { return lambda + 1.0f; }\n'
+              + KERNEL.format(body="float store = 1.0f; int None = 2; int np = 3; float yield_ = load(store); "
+                                   "if (i < n) a[i] = yield_ + None + np;"))
+    assert (_run(source) == 2 + 2 + 3).all()
+
+
+def test_a_backslash_in_a_define_stays_c_and_reaches_no_regular_expression() -> None:
+    _refused('#define V 1.0f \\1\n' + KERNEL.format(body="if (i < n) a[i] = V;"), cuda_c.CudaCError,
+             "does not parse as CUDA C")
