@@ -22,6 +22,7 @@ from . import cuda_sim, roofline
 from .cuda import blocks_for
 from .cuda_c import CudaCError
 from .style import PREDICTION_COLOUR, REFERENCE_COLOUR, figure
+from .timing import format_seconds
 from .validate import LARGEST, finite, fraction, positive_int
 
 # --------------------------------------------------------------------------------------------------------------
@@ -64,12 +65,43 @@ def recurrence_work(n: int, method: str) -> Work:
 def predict_recurrence(device: str, n: int, method: str) -> float:
     """Seconds for the recurrence on a device (a spec name), from helpers.roofline: each call a synced JAX call,
     each kernel at least the device's kernel floor (no published per-step cost of a loop inside a TPU program was
-    found, so on a TPU the model counts none: a lower bound)."""
+    found, so on a TPU the model counts none: a lower bound, see is_lower_bound)."""
     work = recurrence_work(n, method)
     kind = roofline.roofs(device).kind
     call = roofline.JAX_CALL.get(kind, "none")
     return roofline.predict_seconds(device, flops=work.flops, bytes=work.bytes, calls=work.calls, call=call,
                                     kernels=work.kernels if work.calls == 1 else 1)
+
+
+def is_lower_bound(device: str, method: str) -> bool:
+    """Whether predict_recurrence(device, n, method) is only a lower bound: a TPU's compiled loop (scan) pays a
+    cost for every step that no published figure gives, and the model leaves it out."""
+    recurrence_work(1, method)  # the method's name checked
+    return method == "scan" and roofline.roofs(device).kind == "tpu"
+
+
+def format_recurrence(device: str, n: int, method: str) -> str:
+    """predict_recurrence as a table shows it: '≥ 101 µs' where it is a lower bound, else the time."""
+    seconds = format_seconds(predict_recurrence(device, n, method))
+    return f"≥ {seconds}" if is_lower_bound(device, method) else seconds
+
+
+def inference_weights() -> int:
+    """Numbers in chapter 05's 64-64-10 network (mlp.init_params): what one forward pass reads."""
+    from .mlp import init_params
+
+    return sum(int(np.size(p)) for p in init_params().values())
+
+
+def predict_inference(device: str, batch: int, bound: str = "upper") -> float:
+    """One jitted call of chapter 05's forward pass on `device` (a spec name), timed as h.benchmark times it
+    (pipelined): its FLOPs, the weights and activations read and written once, 2 kernels (the two dense layers;
+    XLA fuses the biases and the ReLU into them). bound: which end of a range (a TPU's, roofline.BOUNDS)."""
+    weights, batch = inference_weights(), positive_int("batch", batch)
+    kind = roofline.roofs(device).kind
+    return roofline.predict_seconds(device, flops=2 * batch * weights, bytes=4 * (weights + batch * (64 + 64 + 10)),
+                                    kernels=2, call=roofline.JAX_CALL.get(kind, "none"), timed="pipelined",
+                                    bound=bound)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -137,8 +137,10 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
         for key, cost in table.items():
             value = f"{cost.value:.3g}" if "EFFICIENCY" in name else _seconds(cost.value)
             out.append(f"| {name}[{key!r}] | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
-    cost = roofline.PAGEABLE_FRACTION
-    out.append(f"| PAGEABLE_FRACTION | {cost.value:.3g} | {_cell(cost.what)} | {_cell(cost.source)} |")
+    pageable, least = roofline.PAGEABLE_FRACTION, roofline.TPU_PIPELINED_LEAST
+    for name, cost, value in (("PAGEABLE_FRACTION", pageable, f"{pageable.value:.3g}"),
+                              ("TPU_PIPELINED_LEAST", least, _seconds(least.value))):
+        out.append(f"| {name} | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
     return "\n".join(out) + "\n"
 
 

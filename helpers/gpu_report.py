@@ -530,20 +530,6 @@ def ema_associative(x: Any) -> Any:
     return jax.lax.associative_scan(combine, (jnp.full_like(x, 1 - EMA_ALPHA), EMA_ALPHA * x))[1]
 
 
-def inference_weights() -> int:
-    """Numbers in chapter 05's 64-64-10 network (mlp.init_params): what one forward pass reads."""
-    return sum(int(np.size(p)) for p in mlp.init_params().values())
-
-
-def predict_inference(device: str, batch: int) -> float:
-    """One jitted call of the forward pass on `device` (h.roofline.decide): its FLOPs, the weights and activations
-    read and written once, 2 kernels (the two dense layers; XLA fuses the biases and the ReLU into them)."""
-    weights = inference_weights()
-    work = roofline.decide(flops=2 * batch * weights, bytes=4 * (weights + batch * (64 + 64 + 10)), kernels=2,
-                           call="jax", devices=(device,))
-    return work.estimates[1].seconds
-
-
 def chapter06(here: Here, sizes: Sizes) -> list[Case]:
     """Chapter 06's JAX measurements on JAX's GPU or TPU: the recurrence by scan and associative scan, inference."""
     if here.jax_spec is None:
@@ -567,12 +553,14 @@ def chapter06(here: Here, sizes: Sizes) -> list[Case]:
                          label="JAX jit")
 
     cases = [_case("06", f"recurrence: {method}, n = {n:,}", f"{n:,} steps, float32", name, spec,
-                   "choosing.predict_recurrence", lambda m=method, n=n: recurrence(m, n),
+                   "choosing.predict_recurrence" + (" (a lower bound)" if choosing.is_lower_bound(spec.name, method)
+                                                    else ""), lambda m=method, n=n: recurrence(m, n),
                    lambda m=method, n=n: choosing.predict_recurrence(spec.name, n, m))
              for method in methods for n in sizes.steps]
     return cases + [_case("06", f"inference: batch {b:,}", f"64-64-10 forward pass, a batch of {b:,}, float32", name,
-                          spec, "roofline.decide (call='jax', 2 kernels)", lambda b=b: inference(b),
-                          lambda b=b: predict_inference(spec.name, b))
+                          spec, "choosing.predict_inference (pipelined; a TPU's: the slow end of its range)",
+                          lambda b=b: inference(b),
+                          lambda b=b: choosing.predict_inference(spec.name, b))
                     for b in sizes.batches]
 
 

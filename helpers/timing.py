@@ -118,6 +118,14 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds / (365.25 * 86400):.3g} years"
 
 
+def format_range(low: float, high: float) -> str:
+    """A prediction that is a range: '12.1 µs to 112 µs', or one duration where both ends show the same."""
+    low_text, high_text = format_seconds(low), format_seconds(high)
+    if low_text != high_text and low > high:
+        raise ValueError(f"a range runs from low to high; got {low_text} to {high_text}")
+    return low_text if low_text == high_text else f"{low_text} to {high_text}"
+
+
 def format_fraction(fraction: float | None) -> str:
     """A fraction of peak as a percentage with enough digits to be non-zero: '87.3%', '0.0134%'."""
     fraction = _measured("fraction", fraction)

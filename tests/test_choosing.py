@@ -38,6 +38,29 @@ def test_on_a_gpu_a_python_loop_is_a_launch_per_step_and_the_tree_wins():
     assert tree < scan < loop
 
 
+def test_a_tpu_scan_is_shown_as_the_lower_bound_it_is():
+    """No published per-step cost of a loop inside a TPU program: the model's figure is a floor, and says so."""
+    assert choosing.is_lower_bound("TPU v5e", "scan")
+    assert not any(choosing.is_lower_bound("TPU v5e", m) for m in ("loop", "associative scan"))
+    assert not choosing.is_lower_bound("NVIDIA T4", "scan")  # a GPU pays its kernel floor per step
+    assert choosing.format_recurrence("TPU v5e", 1000, "scan").startswith("≥ ")
+    assert not choosing.format_recurrence("NVIDIA T4", 1000, "scan").startswith("≥")
+    with pytest.raises(ValueError, match="method must be one of"):
+        choosing.is_lower_bound("TPU v5e", "fori_loop")
+
+
+def test_inference_is_predicted_pipelined_as_measured_and_a_tpus_as_a_range():
+    """h.benchmark queues its calls: on a GPU one call's host cost hides behind another's work; a TPU's pipelined
+    cost has no published figure, so its prediction is a range with the synced time as its slow end."""
+    t4 = choosing.predict_inference("NVIDIA T4", 1)
+    weights = choosing.inference_weights()
+    busy = roofline.device_seconds("NVIDIA T4", flops=2 * weights, bytes=4 * (weights + 138), kernels=2)
+    assert t4 == pytest.approx(max(roofline.OVERHEADS["jax_gpu"].value, busy))  # the larger hides the other
+    low, high = (choosing.predict_inference("TPU v5e", 1, bound=b) for b in roofline.BOUNDS)
+    assert low < high and high == pytest.approx(roofline.OVERHEADS["jax_tpu"].value, rel=0.01)
+    assert low == pytest.approx(roofline.TPU_PIPELINED_LEAST.value, rel=0.01)
+
+
 def test_warp_steps_counts_each_threads_loop_on_the_executor():
     x = np.array([0.5, 1.0, 1.01, 2.0] * 8 + [100.0] * 8, dtype=np.float32)  # 40 threads: a warp and a part
     steps = choosing.warp_steps(KERNEL, "decay_steps", x, threads=64)

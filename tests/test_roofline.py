@@ -229,6 +229,23 @@ def test_decide_counts_calls_synced_or_pipelined_as_predict_seconds_does(cpu):
         roofline.decide(flops=1, bytes=1, timed="kernel", cpu=cpu)
 
 
+def test_a_tpus_pipelined_calls_are_a_range_and_every_other_prediction_one_figure():
+    work = dict(flops=2 * 1024**3, bytes=3 * 2 * 1024**2, dtype="bfloat16", matmul=True, call="jax_tpu")
+    low, high = roofline.predict_range(roofline.predict_seconds, "TPU v5e", **work, timed="pipelined")
+    assert high == roofline.predict_seconds("TPU v5e", **work, timed="synced")  # pipelining hides nothing
+    busy = roofline.predict_seconds("TPU v5e", **work, timed="kernel")
+    assert low == pytest.approx(max(busy, roofline.TPU_PIPELINED_LEAST.value))  # it hides all but dispatch
+    assert roofline.predict_range(roofline.predict_matmul_seconds, "TPU v5e", 1024, 1024, 1024,
+                                  timed="pipelined") == pytest.approx((low, high))
+    for device, timed in (("NVIDIA T4", "pipelined"), ("TPU v5e", "synced")):
+        one, other = roofline.predict_range(roofline.predict_matmul_seconds, device, 512, 512, 512, timed=timed)
+        assert one == other
+    with pytest.raises(ValueError, match="bound must be one of 'lower', 'upper'"):
+        roofline.predict_seconds("TPU v5e", flops=1, bytes=1, timed="pipelined", bound="middle")
+    with pytest.raises(ValueError, match="predict must be roofline.predict_seconds"):
+        roofline.predict_range(roofline.roofline_seconds, "TPU v5e", flops=1, bytes=1)
+
+
 def test_decide_leaves_out_a_device_the_data_does_not_fit(cpu):
     d = roofline.decide(flops=1e9, bytes=1e9, footprint=20e9, cpu=cpu, devices=("NVIDIA T4", "NVIDIA H100 SXM"))
     t4 = d.estimates[1]

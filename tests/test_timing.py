@@ -685,3 +685,10 @@ def test_crossover_refuses_mismatched_lists() -> None:
         timing.crossover([1, 2], [1], [1, 2])
     with pytest.raises(ValueError, match="non-empty"):
         timing.crossover([], [], [])
+
+
+def test_a_range_shows_both_ends_or_one_figure_where_they_agree():
+    assert timing.format_range(12.1e-6, 112e-6) == "12.1 µs to 112 µs"
+    assert timing.format_range(1e-3, 1.0004e-3) == "1 ms"
+    with pytest.raises(ValueError, match="a range runs from low to high"):
+        timing.format_range(2.0, 1.0)
