@@ -52,6 +52,10 @@ class Roofs:
     bandwidth_source: str
     compute: tuple[Roof, ...]
     kind: str  # "cpu", "gpu", "tpu" or "" when unknown
+    #: FP32 FLOP/s NumPy's BLAS reaches on all of this CPU's cores (its best on one core, measured here, times the
+    #: cores); None for a published spec. A BLAS built for narrower vectors than the CPU has (AVX2 kernels on an
+    #: AVX-512 core) tops out below the roof, so CPU matmul predictions take the lower of the two.
+    blas_flops: float | None = None
 
     @property
     def dtypes(self) -> list[str]:
@@ -117,8 +121,10 @@ def roofs(device: Device) -> Roofs:
         bf16 = device.peak_flops("bfloat16")
         if bf16 and bf16 > device.peak_fp32:  # a bf16 unit (AMX, AVX512_BF16); otherwise bf16 runs at fp32 speed
             compute.append(Roof("bfloat16", bf16, "estimated", f"estimated: {device.sources().get('bf16', '')}"))
+        blas = device.blas_fp32_per_core
         return Roofs(f"CPU: {device.model}", bw, _origin(device.peak_bandwidth.source) or "measured",
-                     device.peak_bandwidth.source, tuple(sorted(compute, key=lambda r: -r.flops)), "cpu")
+                     device.peak_bandwidth.source, tuple(sorted(compute, key=lambda r: -r.flops)), "cpu",
+                     float(blas.value) * int(device.cores.value) if blas is not None else None)
     if isinstance(device, specs.DeviceSpec):
         src = f"published: {device.source}"
         compute = tuple(Roof(d, v, "published", src)
@@ -261,7 +267,10 @@ def device_seconds(device: Device, *, flops: float, bytes: float, dtype: str | N
 
 def _compute_and_memory(r: Roofs, flops: float, nbytes: float, dtype: str | None, matmul: bool) -> tuple[float, float]:
     """(seconds of arithmetic, seconds of memory traffic) at the efficiency real code reaches on these roofs."""
-    compute = flops / (r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0))
+    rate = r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0)
+    if matmul and r.blas_flops and dtype in (None, "float32"):  # a CPU: its BLAS may not reach the roof
+        rate = min(rate, r.blas_flops)
+    compute = flops / rate
     return compute, nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
 
 

@@ -246,6 +246,21 @@ def test_a_tpus_pipelined_calls_are_a_range_and_every_other_prediction_one_figur
         roofline.predict_range(roofline.roofline_seconds, "TPU v5e", flops=1, bytes=1)
 
 
+def test_a_cpu_matmul_is_predicted_at_what_its_blas_reaches_when_that_is_below_the_roof(cpu):
+    """AVX2 kernels on an AVX-512 core (NumPy's OpenBLAS on AMD's Zen 5, seen here) reach half the roof: the
+    prediction takes the BLAS's own rate, its best on one core measured here, times the cores."""
+    wide = dataclasses.replace(cpu, simd="AVX-512", simd_bits=512,
+                               blas_fp32_per_core=Sourced(40e9, "NumPy's BLAS on one core: 40 GFLOP/s"))
+    work = dict(flops=2 * 1024**3, bytes=3 * 4 * 1024**2, matmul=True)
+    assert roofline.roofs(wide).blas_flops == 80e9  # 2 cores x 40 GFLOP/s, under the 320 GFLOP/s roof x 90%
+    assert roofline.predict_seconds(wide, **work) == pytest.approx(2 * 1024**3 / 80e9)
+    fast = dataclasses.replace(wide, blas_fp32_per_core=Sourced(500e9, "a matrix unit"))
+    assert roofline.predict_seconds(fast, **work) == pytest.approx(2 * 1024**3 / (320e9 * roofline.MATMUL_EFFICIENCY[
+        "cpu"].value))  # never above the roof at the BLAS's best efficiency
+    elementwise = roofline.predict_seconds(wide, flops=1e9, bytes=0)
+    assert elementwise == pytest.approx(1e9 / 320e9)  # the BLAS's rate is for matrix products alone
+
+
 def test_decide_leaves_out_a_device_the_data_does_not_fit(cpu):
     d = roofline.decide(flops=1e9, bytes=1e9, footprint=20e9, cpu=cpu, devices=("NVIDIA T4", "NVIDIA H100 SXM"))
     t4 = d.estimates[1]
