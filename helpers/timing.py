@@ -374,16 +374,8 @@ def benchmark(
     bytes = _positive("bytes (bytes moved per call)", bytes)
     budget = _budget if budget is None else _positive("budget (seconds)", budget, allow_none=False)
     max_time = _positive("max_time (seconds)", max_time, allow_none=False)
-    min_repeats, max_repeats = positive_int("min_repeats", min_repeats), positive_int("max_repeats", max_repeats)
-    warmup = positive_int("warmup", warmup, "warm calls: one at least sizes the samples")
-    if max(min_repeats, max_repeats, warmup) > MAX_REPEATS:
-        raise ValueError(f"min_repeats, max_repeats and warmup must be at most {MAX_REPEATS:,}; got {min_repeats:,}, "
-                         f"{max_repeats:,} and {warmup:,}")
-    if dtype is not None:
-        try:
-            dtype = dtype if isinstance(dtype, str) else np.dtype(dtype).name
-        except TypeError:
-            raise ValueError(f"dtype must be a dtype name such as 'float32', or a NumPy dtype; got {dtype!r}") from None
+    min_repeats, max_repeats, warmup = _counts(min_repeats, max_repeats, warmup)
+    dtype = _dtype_name(dtype)
     n = None if n is None else positive_int("n (problem size)", n)
 
     found = _backends.detect(args)
@@ -463,28 +455,60 @@ def benchmark(
         # The samples taken before the limit stand; the timing is marked capped below.
 
     dtype = dtype or actual
-    judged = dtype or "float32"  # integer or complex work has no FLOP roof on file: bandwidth only
+    peak = _judging_peak(fn, args, out, chosen, dtype or "float32", max(max_time - spent, 1.0))
+    result = Timing(name, chosen, dtype, np.asarray(samples), number, first,
+                    flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
+    _warn_if_suspect(result)
+    return result
+
+
+def _judging_peak(fn: Callable[..., Any], args: tuple[Any, ...], out: Any, chosen: str, judged: str,
+                  seconds: float) -> Peak:
+    """The roofs a timing of `fn` on `chosen` in dtype `judged` is judged by, on the device its arrays live on.
+    Integer or complex work has no FLOP roof on file: bandwidth only. seconds: what reading a JAX call may take."""
     hw, kind = hardware(), _device_kind(chosen, (args, out))
     matmuls, note = None, ""
     if chosen == "jax" and kind == "gpu" and judged == "float32" and _tf32_gpu(hw):  # only there does it matter
-        matmuls, note = _jax_matmul_roofs(fn, args, max(max_time - spent, 1.0))  # about max_time in all
+        matmuls, note = _jax_matmul_roofs(fn, args, seconds)
     peak = hw.peak(chosen, judged if judged in PEAK_DTYPES else "float64", kind, float32_matmuls=matmuls)
     if note:
         peak = replace(peak, source=f"{peak.source}; {note}")
     if judged not in PEAK_DTYPES:
         peak = replace(peak, flops=None, source=f"{peak.source}; no FLOP/s roof for {judged}")
-    result = Timing(name, chosen, dtype, np.asarray(samples), number, first,
-                    flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
+    return peak
+
+
+def _counts(min_repeats: int, max_repeats: int, warmup: int) -> tuple[int, int, int]:
+    """benchmark's repeat and warm-up counts, each a whole number from 1 to MAX_REPEATS."""
+    min_repeats, max_repeats = positive_int("min_repeats", min_repeats), positive_int("max_repeats", max_repeats)
+    warmup = positive_int("warmup", warmup, "warm calls: one at least sizes the samples")
+    if max(min_repeats, max_repeats, warmup) > MAX_REPEATS:
+        raise ValueError(f"min_repeats, max_repeats and warmup must be at most {MAX_REPEATS:,}; got {min_repeats:,}, "
+                         f"{max_repeats:,} and {warmup:,}")
+    return min_repeats, max_repeats, warmup
+
+
+def _dtype_name(dtype: str | Any | None) -> str | None:
+    """A dtype given to benchmark, as its name ('float32'), or None."""
+    if dtype is None or isinstance(dtype, str):
+        return dtype
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise ValueError(f"dtype must be a dtype name such as 'float32', or a NumPy dtype; got {dtype!r}") from None
+
+
+def _warn_if_suspect(result: Timing) -> None:
+    """Warn of a timing above its compute roof (a bug) or too noisy to trust (the machine was busy)."""
     # Only a compute roof is a hard limit: data that fits in cache beats the main-memory bandwidth honestly.
     if result.flops and result.fraction_of_peak is not None and result.fraction_of_peak > 1:
         warnings.warn(f"{result.label}: {format_fraction(result.fraction_of_peak)} of the peak is impossible: either "
                       "the timing missed a device sync or the peak estimate is too low "
-                      f"({result.peak.source if result.peak else ''}). Please report it.", stacklevel=2)
+                      f"({result.peak.source if result.peak else ''}). Please report it.", stacklevel=3)
     if result.noisy:
         warnings.warn(f"{result.label}: the middle half of the samples spread over {result.spread:.0%} of the "
                       "median; another program may be using the machine. Rerun, or raise budget=.",
-                      NoisyTimingWarning, stacklevel=2)
-    return result
+                      NoisyTimingWarning, stacklevel=3)
 
 
 def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20, max_time: float = 30.0,
