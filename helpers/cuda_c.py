@@ -447,7 +447,28 @@ class _Translator:
             if node.iffalse is not None:
                 self.emit(depth, "else:")
                 self.block(node.iffalse, depth + 1)
-        elif isinstance(node, c_ast.For):
+        elif isinstance(node, c_ast.For | c_ast.While | c_ast.DoWhile):
+            self.loop(node, depth, line)
+        elif isinstance(node, c_ast.Continue | c_ast.Break | c_ast.Return):
+            self.jump(node, depth, line)
+        elif isinstance(node, c_ast.FuncCall) and _name(node.name) == "__syncthreads":
+            if node.args is not None and node.args.exprs:
+                raise CudaCError("__syncthreads() takes no arguments", line)
+            self.barriers = True
+            self.emit(depth, f"yield {line}")
+        elif isinstance(node, c_ast.EmptyStatement):
+            self.emit(depth, "pass")
+        elif isinstance(node, c_ast.Pragma):
+            pass
+        elif isinstance(node, c_ast.Node) and type(node).__name__ in _EXPRESSIONS:
+            for code in self.side_effects(node, line):
+                self.emit(depth, code)
+        else:
+            raise UnsupportedSyntax(f"the statement {type(node).__name__}", line)
+
+    def loop(self, node: c_ast.For | c_ast.While | c_ast.DoWhile, depth: int, line: int | None) -> None:
+        """A for, while or do-while loop as a Python while loop that reports each test to the runtime."""
+        if isinstance(node, c_ast.For):
             self.scopes.append({})
             if node.init is not None:
                 self.statement(node.init, depth)
@@ -467,14 +488,17 @@ class _Translator:
             self.loops.append([])
             self.block(node.stmt, depth + 1)
             self.loops.pop()
-        elif isinstance(node, c_ast.DoWhile):
+        else:
             self.emit(depth, "while True:")
             self.loops.append(None)
             self.block(node.stmt, depth + 1)
             self.loops.pop()
             self.emit(depth + 1, f"if not {self.condition(node.cond, line, loop=True)}:")
             self.emit(depth + 2, "break")
-        elif isinstance(node, c_ast.Continue):
+
+    def jump(self, node: c_ast.Continue | c_ast.Break | c_ast.Return, depth: int, line: int | None) -> None:
+        """continue (after the for loop's increment), break, or return (its value converted to the return type)."""
+        if isinstance(node, c_ast.Continue):
             if not self.loops:
                 raise CudaCError("continue outside a loop", line)
             if self.loops[-1] is None:
@@ -486,29 +510,14 @@ class _Translator:
             if not self.loops:
                 raise UnsupportedSyntax("break outside a loop (switch is not supported)", line)
             self.emit(depth, "break")
-        elif isinstance(node, c_ast.Return):
-            if node.expr is None:
-                if self.returns.name != "void":
-                    raise CudaCError("return without a value in a function that returns one", line)
-                self.emit(depth, "return")
-            else:
-                if self.returns.name == "void":
-                    raise CudaCError("a kernel (or void function) returns no value: write return;", line)
-                self.emit(depth, f"return {self.convert(node.expr, self.returns, line)}")
-        elif isinstance(node, c_ast.FuncCall) and _name(node.name) == "__syncthreads":
-            if node.args is not None and node.args.exprs:
-                raise CudaCError("__syncthreads() takes no arguments", line)
-            self.barriers = True
-            self.emit(depth, f"yield {line}")
-        elif isinstance(node, c_ast.EmptyStatement):
-            self.emit(depth, "pass")
-        elif isinstance(node, c_ast.Pragma):
-            pass
-        elif isinstance(node, c_ast.Node) and type(node).__name__ in _EXPRESSIONS:
-            for code in self.side_effects(node, line):
-                self.emit(depth, code)
+        elif node.expr is None:
+            if self.returns.name != "void":
+                raise CudaCError("return without a value in a function that returns one", line)
+            self.emit(depth, "return")
         else:
-            raise UnsupportedSyntax(f"the statement {type(node).__name__}", line)
+            if self.returns.name == "void":
+                raise CudaCError("a kernel (or void function) returns no value: write return;", line)
+            self.emit(depth, f"return {self.convert(node.expr, self.returns, line)}")
 
     def declaration(self, node: c_ast.Decl, depth: int) -> None:
         line = node.coord.line
