@@ -1,4 +1,5 @@
-"""Shared fixtures: a fake clock for deterministic timing, a hand-made CPU, and fresh backend probes."""
+"""Shared fixtures: a fake clock for deterministic timing, a hand-made CPU, and fresh backend probes; and the
+--solutions option, without which the tests marked `solutions` (each a whole chapter run again) are left out."""
 
 from __future__ import annotations
 
@@ -15,6 +16,24 @@ import pytest  # noqa: E402
 
 from helpers import backend  # noqa: E402
 from helpers.cpu import CPUInfo, Sourced
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--solutions", action="store_true",
+                     help="also run every chapter with its exercises' solutions filled in (tests marked "
+                          "`solutions`; CI runs them in tests/colab/run.py instead)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `solutions` run only with --solutions: each runs a whole chapter again, which CI's Colab run
+    already does with the solutions filled in (nbval runs every chapter as stored)."""
+    if config.getoption("--solutions"):
+        return
+    left_out = [item for item in items if item.get_closest_marker("solutions")]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if not item.get_closest_marker("solutions")]
+
 
 #: For tests of the real detection on a machine without an NVIDIA GPU (this project's CI: CuPy installed, no GPU).
 without_gpu = pytest.mark.skipif(backend._nvidia_gpu_present(), reason="checks what happens without an NVIDIA GPU")

@@ -56,9 +56,15 @@ class Browser:
              "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
              "--proxy-server=127.0.0.1:9", "--window-size=1280,900",
              f"--remote-debugging-port={port}", "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        pages = json.loads(_wait_for(f"http://127.0.0.1:{port}/json/list", 30))
-        page = next(p for p in pages if p.get("type") == "page")
-        self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=120)
+        try:  # a browser that cannot be driven is stopped, not left running
+            pages = json.loads(_wait_for(f"http://127.0.0.1:{port}/json/list", 30))
+            page = next(p for p in pages if p.get("type") == "page")
+            # no Origin header: Chromium refuses DevTools connections from an origin it was not told to allow (403)
+            self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=120, suppress_origin=True)
+        except BaseException:
+            self.process.kill()
+            self.process.wait()
+            raise
         self.next_id, self.events = 0, []
         self.call("Network.enable")
         self.call("Page.enable")

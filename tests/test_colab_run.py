@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from test_notebooks import with_solutions
 
 from helpers import claims, project, upkeep
 
@@ -72,6 +73,33 @@ def test_the_run_fails_on_false_claims_printed_false_and_errors(executed: nbform
         "cell 2: printed 'all good: False'",
         "cell 3: ValueError: boom",
     ]
+
+
+def _check(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell("check()", outputs=[nbformat.v4.new_output("stream", name="stdout", text=text)])
+
+
+def test_the_run_fails_on_a_filled_in_exercise_whose_check_does_not_pass() -> None:
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("def scale(): ..."), _check("✅ scale: right for every size tried\n"),
+        nbformat.v4.new_code_cell("def add(): ..."), _check("❌ add: 3 elements differ\n"),
+        nbformat.v4.new_code_cell("def mul(): ..."), _check("nothing\n"),
+        _afterwards(TPU.venv / "lib" / "helpers" / "__init__.py")])
+    assert run.problems(nb, TPU.venv, [1, 3, 5]) == [
+        "cell 3: the solution above does not pass its check: ['❌ add: 3 elements differ']",
+        "cell 5: the solution above does not pass its check: no verdict printed"]
+    assert run.problems(nb, TPU.venv, [1]) == run.problems(nb, TPU.venv) == []
+
+
+def test_the_tpu_image_runs_every_chapter_with_its_solutions_and_the_gpu_image_as_stored() -> None:
+    for chapter in project.CHAPTERS:
+        stored = nbformat.read(ROOT / "notebooks" / chapter.file, 4)
+        filled, checks = run.with_solutions_filled_in(stored, TPU)
+        assert checks == with_solutions(stored)[1] and len(checks) >= 2, chapter.file
+        assert filled != stored and all(filled.cells[i] == stored.cells[i] for i in checks), chapter.file
+        assert run.with_solutions_filled_in(stored, GPU) == (stored, [])
+    with pytest.raises(run.Failed, match="exercise convention broken"):
+        run.with_solutions_filled_in(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), TPU)
 
 
 def test_the_run_fails_when_helpers_did_not_come_from_the_set_up_install() -> None:
@@ -229,6 +257,8 @@ def test_each_image_runs_its_chapters_with_its_pins_in_its_own_environment() -> 
     assert GPU.pins.name == "pins-gpu.txt" and GPU.venv == ROOT / ".colab-venv-gpu"
     # No GPU and no CUDA libraries here: JAX's CUDA plugin skips only its check of the libraries' versions.
     assert TPU.kernel_env == {} and GPU.kernel_env == {"JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
+    # CI's one run of every chapter's solutions is the TPU image's (tests/test_notebooks.py leaves them out).
+    assert TPU.solutions and not GPU.solutions
 
 
 @pytest.mark.parametrize("argv", [["--image", "cpu"], ["--image"], ["gpu"]])
@@ -242,5 +272,7 @@ def test_a_bad_command_line_is_one_clear_line(argv: list[str], capsys: pytest.Ca
 
 
 def test_ci_runs_the_chapters_with_both_images_versions() -> None:
-    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    assert ".venv/bin/python tests/colab/run.py" in lines and ".venv/bin/python tests/colab/run.py --image gpu" in lines
+    """The TPU image in the foreground (its status kept until the background ends), the GPU image in the background."""
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert ".venv/bin/python tests/colab/run.py || status=$?" in lines
+    assert ".venv/bin/python tests/colab/run.py --image gpu" in lines

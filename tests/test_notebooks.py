@@ -1,11 +1,16 @@
 """The notebooks: in step with helpers/project.py, stored from one clean run, and every exercise solvable.
 
+Every chapter runs with its solutions filled in (with_solutions, judged by unpassed_checks) in CI's Colab-versions
+run, tests/colab/run.py (TPU image), not here: nbval already runs every chapter as stored, and running each twice
+in this suite cost CI two minutes. tests/test_gpu.py runs chapters 03, 05 and 06 with their solutions on a GPU.
+
 Fix most failures here with `python -m helpers notebooks sync` (header, set-up cell, metadata, README map) and
 `python -m helpers notebooks execute` (stored outputs).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import importlib.util
 import pkgutil
@@ -440,30 +445,84 @@ def test_a_chapter_using_cupy_stops_jax_taking_the_gpus_memory_first(file: str) 
     assert found[0] < first_jax, f"set it before {lines[first_jax][0]}: {lines[first_jax][1].strip()}"
 
 
-@pytest.mark.parametrize("file", FILES)
-def test_solutions_pass_their_checks(file: str) -> None:
-    run_with_solutions(file)
+def with_solutions(nb: NotebookNode) -> tuple[NotebookNode, list[int]]:
+    """A copy of chapter `nb` with every exercise's solution filled in, and the indices of their check cells.
+
+    Raises ValueError when the chapter breaks the exercise convention (see _exercises)."""
+    found, broken = _exercises(nb)
+    if broken or not found:
+        raise ValueError("exercise convention broken (see test_tags_and_exercises_follow_the_conventions): "
+                         + ("; ".join(broken) or "no exercises"))
+    nb = copy.deepcopy(nb)
+    for exercise, _, solution in found:
+        nb.cells[exercise].source = solution
+    return nb, [check for _, check, _ in found]
+
+
+def unpassed_checks(done: NotebookNode, checks: list[int]) -> list[str]:
+    """The check cells `checks` of an executed chapter that did not pass: every verdict they print (a line starting
+    with ✅, ❌ or ⏳) must be ✅, and there must be one."""
+    failing = []
+    for check in checks:
+        verdicts = [line for line in _text(done.cells[check]).splitlines() if line.startswith(VERDICTS)]
+        if not verdicts or not all(line.startswith("✅") for line in verdicts):
+            failing.append(f"cell {check}: the solution above does not pass its check: "
+                           f"{verdicts or 'no verdict printed'}")
+    return failing
 
 
 def run_with_solutions(file: str) -> None:
     """Run chapter `file` top to bottom with every exercise's solution filled in; every check must pass (on
-    whatever this machine has: tests/test_gpu.py calls it on a GPU)."""
-    nb = _stored(file)
-    found, broken = _exercises(nb)
-    assert found and not broken, "see test_tags_and_exercises_follow_the_conventions"
-    for exercise, _, solution in found:
-        nb.cells[exercise].source = solution
+    whatever this machine has). tests/test_gpu.py calls it on a GPU; CI's Colab-versions run (tests/colab/run.py,
+    TPU image) fills the solutions in with with_solutions and judges them with unpassed_checks, as here."""
+    try:
+        nb, checks = with_solutions(_stored(file))
+    except ValueError as exc:
+        pytest.fail(f"{file}: {exc}")
     try:
         done = upkeep.run_notebook(nb, NOTEBOOKS, timeout=300)
     except upkeep.CellFailed as exc:
         pytest.fail(f"{file} with every solution filled in: {exc}")
-    for _, check, _ in found:
-        verdicts = [line for line in _text(done.cells[check]).splitlines() if line.startswith(VERDICTS)]
-        assert verdicts and all(line.startswith("✅") for line in verdicts), (
-            f"{file} cell {check}: the solution above does not pass its check: {verdicts or 'no verdict printed'}")
-    seen = claims.problems(done.cells)
+    seen = unpassed_checks(done, checks) + claims.problems(done.cells)
     if seen:
         pytest.fail(f"{file} with every solution filled in: {'; '.join(seen)}")
+
+
+@pytest.mark.solutions
+@pytest.mark.parametrize("file", FILES)
+def test_solutions_pass_their_checks(file: str) -> None:
+    """Left out unless pytest is given --solutions (tests/conftest.py): CI runs the solutions in tests/colab/run.py."""
+    run_with_solutions(file)
+
+
+def test_filling_in_the_solutions_changes_only_the_exercise_cells_of_a_copy() -> None:
+    stored = _stored(FILES[1])
+    found, _ = _exercises(stored)
+    nb, checks = with_solutions(stored)
+    assert checks == [check for _, check, _ in found] and len(checks) >= 2
+    changed = [index for index, (cell, before) in enumerate(zip(nb.cells, stored.cells, strict=True))
+               if cell.source != before.source]
+    assert changed == [exercise for exercise, _, _ in found]
+    assert [nb.cells[exercise].source for exercise, _, _ in found] == [solution for _, _, solution in found]
+    assert stored == _stored(FILES[1]), "the stored notebook must be left as it was"
+    with pytest.raises(ValueError, match="no exercises"):
+        with_solutions(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]))
+
+
+@pytest.mark.parametrize(("printed", "passes"), [
+    ("✅ scale: right for every size tried\n", True),
+    ("✅ first part\n✅ second part\n", True),
+    ("✅ first part\n❌ second part: 3 elements differ\n", False),
+    ("⏳ not tried yet: fill in the cell above\n", False),
+    ("a result, but no verdict\n", False),
+])
+def test_a_check_passes_only_when_every_verdict_it_prints_is_a_tick(printed: str, passes: bool) -> None:
+    done = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("solution()"),
+        nbformat.v4.new_code_cell("check()", outputs=[nbformat.v4.new_output("stream", name="stdout", text=printed)])])
+    assert unpassed_checks(done, [1]) == ([] if passes else [
+        f"cell 1: the solution above does not pass its check: "
+        f"{[line for line in printed.splitlines() if line.startswith(VERDICTS)] or 'no verdict printed'}"])
 
 
 def test_chapter_03_runs_to_the_end_without_nvrtc_and_says_so_once() -> None:
@@ -525,7 +584,7 @@ def test_without_a_browser_the_static_images_say_what_to_install(monkeypatch) ->
 
 
 def test_a_chapter_run_with_its_solutions_fails_on_a_claim_that_printed_false(monkeypatch) -> None:
-    """The solutions' run (and the GPU suite, which calls it on a GPU) judges by claims.problems, as Colab's does."""
+    """run_with_solutions (the GPU suite calls it on a GPU) judges by claims.problems, as the Colab run does."""
     file = next(chapter.file for chapter in project.CHAPTERS if chapter.file.startswith("03_"))
 
     def ran(nb: NotebookNode, *args: object, **kwargs: object) -> NotebookNode:

@@ -1,4 +1,5 @@
-"""Repository checks: the README's two set-up commands and CI, the chapter map, lint, Binder and conda files.
+"""Repository checks: the README's two set-up commands and CI, the chapter map, lint, Binder and conda files, and
+what CI's floors step (tests/floors.py) pins and leaves off.
 
 The README's ```bash blocks are reserved for the two set-up commands, each one line right under its heading;
 CI (.ci/run) runs the test command verbatim, so the instructions a reader follows are the ones CI proves.
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from floors import FLOORED, HONESTY_TEST, OFF_THE_FLOORS, floors, off_the_floors
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -209,3 +211,61 @@ def test_the_test_session_stops_jax_taking_the_gpus_memory_before_jax_starts() -
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, env=env)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert ran.stdout.strip() == "['false']", ran.stdout
+
+
+# ---------------------------------------------------------------- the floors step (.ci/run step 2, tests/floors.py)
+
+FLOORS_STEP = ".floor-venv/bin/python -m pytest -q tests --ignore=tests/test_notebooks.py $(.venv/bin/python " \
+              "tests/floors.py --off)"
+#: Put on the path of a Python that must not import the floored packages: any import of them fails.
+REFUSE = """import importlib.abc, sys
+
+
+class _Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {refused!r}:
+            raise ImportError(f"{{name}} imported by a test that tests/floors.py leaves off the floors")
+
+
+sys.meta_path.insert(0, _Refuse())
+"""
+
+
+def test_the_floors_pin_the_lowest_admitted_releases_and_ci_uses_them() -> None:
+    assert floors(["numpy>=1.24", "jax>=0.6", "keras>=3.0", "pycparser>=3.0"]) == [
+        "jax==0.6", "jaxlib==0.6", "keras==3.0", "pycparser==3.0"]
+    with pytest.raises(SystemExit, match="must list jax, keras, pycparser"):
+        floors(["jax>=0.6", "keras>=3.0"])
+    with pytest.raises(SystemExit, match="needs one '>=' lower bound"):
+        floors(["jax>=0.6,>=0.7", "keras>=3.0", "pycparser>=3.0"])
+    lines = code_lines(CI_SCRIPT)
+    assert any("$(.venv/bin/python tests/floors.py)" in line and "--python .floor-venv/bin/python" in line
+               for line in lines)
+    assert FLOORS_STEP in lines, f".ci/run must run the unit tests on the floors as: {FLOORS_STEP}"
+
+
+def test_the_floors_step_leaves_off_only_the_listed_files_and_this_check() -> None:
+    assert off_the_floors() == [*(f"--ignore={path}" for path in OFF_THE_FLOORS), f"--deselect={HONESTY_TEST}"]
+    assert all((ROOT / path).is_file() and path.startswith("tests/test_") for path in OFF_THE_FLOORS)
+    assert "tests/test_notebooks.py" not in OFF_THE_FLOORS, ".ci/run leaves it off on its own: its kernels use JAX"
+    this = test_the_tests_left_off_the_floors_never_import_jax_keras_or_pycparser
+    assert HONESTY_TEST == f"tests/{Path(__file__).name}::{this.__name__}"
+
+
+def test_the_tests_left_off_the_floors_never_import_jax_keras_or_pycparser(tmp_path: Path) -> None:
+    """What the floors step leaves off cannot depend on the floored releases: run with every import of them
+    refused (sitecustomize, so in subprocesses and kernels too), those files pass; without a browser on the PATH,
+    only the tests that need Chromium skip, and those check what the browser shows."""
+    refused = sorted({name for names in FLOORED.values() for name in names})
+    (tmp_path / "sitecustomize.py").write_text(REFUSE.format(refused=refused), encoding="utf-8")
+    env = {name: value for name, value in os.environ.items() if name != "CI"}
+    env.update(PYTHONPATH=str(tmp_path), PATH=str(Path(sys.executable).parent))
+    for name in refused:  # the refusal works here, or the run below would prove nothing
+        tried = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, env=env)
+        assert tried.returncode == 1 and "leaves off the floors" in tried.stderr, (name, tried.stderr[-500:])
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *OFF_THE_FLOORS],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert ran.returncode == 0, f"a test that tests/floors.py leaves off the floors failed here:\n{ran.stdout[-4000:]}"
+    skipped = [line for line in ran.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert all("no Chromium here" in line for line in skipped), skipped
+    assert re.search(r"\b\d+ passed", ran.stdout), ran.stdout[-2000:]

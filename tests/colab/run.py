@@ -11,8 +11,12 @@
 2. Each notebook, as this checkout's last commit has it, runs in a fresh kernel of that environment, with
    `google.colab` (a stand-in) imported before the first cell, in an empty working folder, as on Colab. The set-up
    cell is the stored one, its URL pointed at that commit: it installs the series the way a learner's does.
+   With the TPU image's versions every chapter runs as a learner who did the exercises runs it: each exercise's
+   solution filled in (CI's one run of the solutions; tests/test_notebooks.py with_solutions). With the GPU
+   image's versions the exercises are left as stored, as a learner who skipped them runs the chapter.
 3. The run fails on any error output, on any claim (`h.claim`) that printed False, on any printed line ending
-   in "False", and when the set-up cell's install changed the version of a package Colab had preinstalled.
+   in "False", on a check cell of a filled-in exercise that did not print only ✅ verdicts, and when the set-up
+   cell's install changed the version of a package Colab had preinstalled.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from nbformat import NotebookNode
 from helpers import claims, project, upkeep
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the chapters' exercise convention is defined, and tested, there
+from test_notebooks import unpassed_checks, with_solutions  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 STAND_IN = HERE / "stand_in"
@@ -69,10 +75,11 @@ class Image:
     venv: Path
     chapters: tuple[project.Chapter, ...]
     kernel_env: dict[str, str] = field(default_factory=dict)  # what stands in for hardware that is not here
+    solutions: bool = False  # run each chapter with its exercises' solutions filled in, and judge their checks
 
 
 IMAGES = {
-    "tpu": Image("tpu", HERE / "pins-tpu.txt", ROOT / ".colab-venv", project.CHAPTERS),
+    "tpu": Image("tpu", HERE / "pins-tpu.txt", ROOT / ".colab-venv", project.CHAPTERS, solutions=True),
     "gpu": Image("gpu", HERE / "pins-gpu.txt", ROOT / ".colab-venv-gpu",
                  tuple(chapter for chapter in project.CHAPTERS if chapter.file in GPU_CHAPTERS), GPU_KERNEL_ENV),
 }
@@ -198,10 +205,11 @@ def set_up_as_on_colab(nb: NotebookNode, venv: Path) -> list[str]:
                     [f"the set-up cell enabled Colab's widget manager {facts['widgets']} times, not once"])
 
 
-def problems(nb: NotebookNode, venv: Path) -> list[str]:
+def problems(nb: NotebookNode, venv: Path, checks: list[int] | None = None) -> list[str]:
     """What a learner would see go wrong in an executed notebook (claims.problems: errors, false claims, tracebacks,
-    lines ending in False), and a set-up that did not install helpers into `venv`."""
-    return set_up_as_on_colab(nb, venv) + claims.problems(nb.cells[:-1])
+    lines ending in False), a set-up that did not install helpers into `venv`, and, where the exercises' solutions
+    were filled in, a check cell among `checks` that did not pass."""
+    return set_up_as_on_colab(nb, venv) + claims.problems(nb.cells[:-1]) + unpassed_checks(nb, checks or [])
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -210,18 +218,29 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
             if after.get(name) != version]
 
 
+def with_solutions_filled_in(nb: NotebookNode, image: Image) -> tuple[NotebookNode, list[int]]:
+    """`nb`, with its exercises' solutions filled in if `image` runs them, and the check cells to judge."""
+    if not image.solutions:
+        return nb, []
+    try:
+        return with_solutions(nb)
+    except ValueError as exc:
+        raise Failed(str(exc)) from exc
+
+
 def run_chapter(chapter: project.Chapter, image: Image, kernel: KernelSpec, commit: str) -> list[str]:
     """Run one chapter as on Colab in `kernel`, printing how long it took; what went wrong, each named by file."""
-    nb = pointed_at_checkout(read_chapter(chapter, commit), commit)
+    nb, checks = with_solutions_filled_in(pointed_at_checkout(read_chapter(chapter, commit), commit), image)
     nb.cells.append(nbformat.v4.new_code_cell(AFTERWARDS))
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="content-") as content:  # Colab's /content: empty
         try:
-            found = problems(upkeep.run_notebook(nb, Path(content), kernel=kernel), image.venv)
+            found = problems(upkeep.run_notebook(nb, Path(content), kernel=kernel), image.venv, checks)
         except upkeep.CellFailed as exc:
             found = [str(exc)]
     verdict = "ok" if not found else f"{len(found)} problem(s)"
-    print(f"{PREFIX} {chapter.file}: {verdict} in {time.perf_counter() - began:.0f} s", flush=True)
+    solved = f" (the solutions of its {len(checks)} exercises filled in)" if checks else ""
+    print(f"{PREFIX} {chapter.file}: {verdict} in {time.perf_counter() - began:.0f} s{solved}", flush=True)
     return [f"{chapter.file}: {problem}" for problem in found]
 
 
