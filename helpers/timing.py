@@ -29,6 +29,8 @@ from .validate import finite, positive_int, positive_number
 MIN_SAMPLE_SECONDS = 2e-3
 #: Spread (IQR / median) above which a timing is flagged as noisy.
 NOISY_SPREAD = 0.25
+#: How far apart two modes of a timing must be (slow over fast) to count as two, not as noise.
+MODE_GAP = 1.25
 
 
 #: True while a timer's clock is running on repeated calls: checks that cost Python time (helpers.cupy_checked)
@@ -180,9 +182,29 @@ class Timing:
         return self.iqr / self.median if self.median > 0 else 0.0
 
     @property
+    def modes(self) -> tuple[float, float, float] | None:
+        """(fast, slow, share of slow calls) when the calls take one of two times, each tight and far apart, as when
+        every other call must find its memory again: the work alternates, no other program is to blame. Else None."""
+        s = np.sort(self.samples)
+        least = max(2, len(s) // 5)  # each mode holds a fifth of the samples at least
+        if len(s) < 8 or s[0] <= 0:
+            return None
+        cut = least + int(np.argmax(s[least:len(s) - least + 1] / s[least - 1:len(s) - least]))
+        fast, slow = s[:cut], s[cut:]
+        if slow[0] / fast[-1] < MODE_GAP:
+            return None
+
+        def tight(group: np.ndarray) -> bool:
+            q75, q25 = np.percentile(group, [75, 25])
+            return (q75 - q25) / np.median(group) <= NOISY_SPREAD / 2
+        if not (tight(fast) and tight(slow)):
+            return None
+        return float(np.median(fast)), float(np.median(slow)), len(slow) / len(s)
+
+    @property
     def noisy(self) -> bool:
-        """True when the spread says the machine was busy with something else."""
-        return len(self.samples) >= 4 and self.spread > NOISY_SPREAD
+        """True when the spread says the machine was busy with something else (not two modes of the work's own)."""
+        return len(self.samples) >= 4 and self.spread > NOISY_SPREAD and self.modes is None
 
     @property
     def gflops(self) -> float | None:
@@ -232,11 +254,19 @@ class Timing:
         cells.append(("samples", f"{len(self.samples)} x {self.number}"))
         return cells
 
+    def caveat(self) -> str:
+        """What to keep in mind when reading this timing: '' when nothing, else one clause."""
+        if self.noisy:
+            return "noisy: the samples varied a lot; rerun when the machine is quiet"
+        if self.modes is None:
+            return ""
+        fast, slow, share = self.modes
+        return (f"two modes: {format_seconds(fast)} for {1 - share:.0%} of calls, {format_seconds(slow)} for "
+                f"{share:.0%}: the work alternates, as when memory must be found again")
+
     def __str__(self) -> str:
         text = f"{self.label} [{self.backend}]: " + ", ".join(f"{k} {v}" for k, v in self._cells())
-        if self.noisy:
-            text += " (noisy: rerun when the machine is quiet)"
-        return text
+        return text + (f" ({self.caveat()})" if self.caveat() else "")
 
     def __repr__(self) -> str:
         return f"<Timing {self}>"
@@ -245,10 +275,9 @@ class Timing:
         head = "".join(f"<th>{escape(k)}</th>" for k, _ in self._cells())
         row = "".join(f"<td>{escape(v)}</td>" for _, v in self._cells())
         peak = f"<br><small>peak: {escape(self.peak.device)}, {escape(self.peak.source)}</small>" if self.peak else ""
-        noisy = "<br><small>&#9888; noisy: the samples varied a lot; rerun when the machine is quiet</small>" \
-            if self.noisy else ""
+        caveat = f"<br><small>&#9888; {escape(self.caveat())}</small>" if self.caveat() else ""
         return (f"<b>{escape(self.label)}</b> <small>[{escape(self.backend)}]</small>"
-                f"<table><tr>{head}</tr><tr>{row}</tr></table>{peak}{noisy}")
+                f"<table><tr>{head}</tr><tr>{row}</tr></table>{peak}{caveat}")
 
 
 def _positive(name: str, value: Any, allow_none: bool = True) -> float | None:
