@@ -108,7 +108,18 @@ def test_the_run_fails_when_helpers_did_not_come_from_the_set_up_install() -> No
         f"helpers were imported from {upkeep.__file__}, not from the environment the set-up cell installed into",
         "the set-up cell enabled Colab's widget manager 0 times, not once"]
     unfinished = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(run.AFTERWARDS)])
-    assert run.problems(unfinished, TPU.venv) == ["the notebook did not run to its end"]
+    assert run.problems(unfinished, TPU.venv) == ["the notebook did not run to its end (its last cell printed '')"]
+
+
+def test_text_an_earlier_cells_thread_prints_into_the_last_cell_does_not_hide_the_facts() -> None:
+    """Seen in CI under load: the last cell's output held a line from elsewhere before the facts."""
+    installed = TPU.venv / "lib" / "helpers" / "__init__.py"
+    last = _afterwards(installed)
+    last.outputs.insert(0, nbformat.v4.new_output("stream", name="stdout", text="\nlate text from a thread\n"))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), last])
+    assert run.problems(nb, TPU.venv) == []
+    last.outputs.insert(0, nbformat.v4.new_output("stream", name="stdout", text="kernels agree: False\n"))
+    assert len(run.problems(nb, TPU.venv)) == 1  # late text is judged as every other output is
 
 
 def test_helpers_must_come_from_the_environment_of_the_image_that_runs() -> None:

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import glob
 import json
 import os
@@ -195,10 +196,12 @@ def pointed_at_checkout(nb: NotebookNode, commit: str) -> NotebookNode:
 def set_up_as_on_colab(nb: NotebookNode, venv: Path) -> list[str]:
     """What went wrong with the set-up, read from the AFTERWARDS cell: helpers must come from the environment
     `venv` (installed by the set-up cell), not from this checkout, and the set-up cell must have enabled widgets."""
-    outputs = nb.cells[-1].get("outputs", [])
-    if not outputs or outputs[-1].output_type != "stream":
-        return ["the notebook did not run to its end"]
-    facts = json.loads(outputs[-1].text)
+    text = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.output_type == "stream")
+    # the facts are the line the cell printed: a thread of an earlier cell may print into this cell's output too
+    line = next((line for line in text.splitlines() if line.startswith('{"helpers": ')), None)
+    if line is None:
+        return [f"the notebook did not run to its end (its last cell printed {text[-300:]!r})"]
+    facts = json.loads(line)
     found = [] if Path(facts["helpers"]).is_relative_to(venv) else \
         [f"helpers were imported from {facts['helpers']}, not from the environment the set-up cell installed into"]
     return found + ([] if facts["widgets"] == 1 else
@@ -209,7 +212,13 @@ def problems(nb: NotebookNode, venv: Path, checks: list[int] | None = None) -> l
     """What a learner would see go wrong in an executed notebook (claims.problems: errors, false claims, tracebacks,
     lines ending in False), a set-up that did not install helpers into `venv`, and, where the exercises' solutions
     were filled in, a check cell among `checks` that did not pass."""
-    return set_up_as_on_colab(nb, venv) + claims.problems(nb.cells[:-1]) + unpassed_checks(nb, checks or [])
+    last = copy.deepcopy(nb.cells[-1])  # what an earlier cell's thread printed late lands here: judged too
+    for output in last.get("outputs", []):
+        if output.output_type == "stream":
+            output.text = "".join(line for line in output.text.splitlines(keepends=True)
+                                  if not line.startswith('{"helpers": '))
+    return (set_up_as_on_colab(nb, venv) + claims.problems([*nb.cells[:-1], last])
+            + unpassed_checks(nb, checks or []))
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
