@@ -289,6 +289,18 @@ def profiler() -> Any:
     return cupy_cpu.profiler
 
 
+def cupyx() -> Any:
+    """CuPy's extras, cupyx, on a GPU (pinned host memory, the profiler); without one, the stand-in's
+    (helpers.cupy_cpu.cupyx): the same lines run on both, as with h.cuda.cupy()."""
+    if gpu_here():
+        import cupyx as real
+
+        return real
+    from . import cupy_cpu
+
+    return cupy_cpu.cupyx
+
+
 def blocks_for(n: int, threads: int) -> int:
     """Blocks of `threads` threads needed to give each of n elements a thread: ceil(n / threads)."""
     n, threads = positive_int("n", n), positive_int("threads", threads)

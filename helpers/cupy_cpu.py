@@ -419,3 +419,15 @@ class profiler:  # noqa: N801 - cupyx.profiler, as CuPy spells it
                 break
         capped = len(times) < n_repeat and spent >= STAND_IN_SECONDS and max_duration > STAND_IN_SECONDS
         return _PerfCaseResult(name or getattr(func, "__name__", "function"), np.array(times), capped)
+
+
+class cupyx:  # noqa: N801 - CuPy's extras module, as CuPy spells it
+    """cupyx without a GPU: the parts the series uses (h.cuda.cupyx() gives the real one on a GPU)."""
+
+    profiler = profiler
+
+    @staticmethod
+    def empty_pinned(shape: int | Sequence[int], dtype: Any = float) -> np.ndarray:
+        """On a GPU machine, page-locked (pinned) host memory, which the GPU's copy engine reads directly; here,
+        host memory like any other, uninitialised as cupyx.empty_pinned's is."""
+        return empty(shape, dtype)

@@ -239,6 +239,12 @@ def _copies(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
         host = np.ones(nbytes // 4, dtype=np.float32)
         return gpu.measure(lambda: cupy.asarray(host), bytes=nbytes, label="copy to the GPU")
 
+    def pinned_copy() -> Timing:
+        pinned = cuda.cupyx().empty_pinned(nbytes // 4, np.float32)
+        pinned[...] = 1.0
+        on_gpu = cupy.empty_like(pinned)
+        return gpu.measure(lambda: on_gpu.set(pinned), bytes=nbytes, label="copy from pinned memory")
+
     def stays() -> Timing:
         return gpu.measure(workloads.axpby, *workloads.make_inputs("axpby", n, "float32", "cupy"))
 
@@ -251,6 +257,9 @@ def _copies(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
         _case("03", f"host -> GPU, {sizes.copy_mib} MiB", f"{nbytes:,} bytes, one cupy.asarray", *on,
               "roofline.predict_copy_seconds (pageable NumPy memory)", copy,
               lambda: roofline.predict_copy_seconds(gpu.spec, nbytes)),
+        _case("03", f"host -> GPU, {sizes.copy_mib} MiB, from pinned memory",
+              f"{nbytes:,} bytes, cupyx.empty_pinned then .set", *on, "roofline.predict_copy_seconds (pinned)",
+              pinned_copy, lambda: roofline.predict_copy_seconds(gpu.spec, nbytes, memory="pinned")),
         _case("03", "axpby, data stays on the GPU", f"n = {n:,} float32, 3 CuPy kernels", *on,
               "GPU.predict_cupy_axpby", stays, lambda: gpu.predict_cupy_axpby(n)),
         _case("03", "axpby, copied in and out every call", f"n = {n:,} float32, x and y in, z out", *on,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import without_gpu
 
 from helpers import cuda, cupy_cpu
 from helpers.cuda_c import CudaCError
@@ -166,3 +167,15 @@ def test_an_elementwise_kernel_reads_back_as_its_parts_whoever_made_it():
     assert cuda.Elementwise.of(RealKernel()) == cuda.Elementwise.of(front) == cuda.Elementwise.of(OlderKernel())
     with pytest.raises(TypeError, match="expected an ElementwiseKernel"):
         cuda.Elementwise.of("y = x")
+
+
+@without_gpu
+def test_pinned_memory_is_host_memory_on_the_stand_in_and_cupyx_on_a_gpu() -> None:
+    """Chapter 03's cupyx.empty_pinned line runs without a GPU: uninitialised host memory, as CuPy's is."""
+    from helpers import cuda
+
+    pinned = cuda.cupyx().empty_pinned((4,), np.float32)
+    assert cuda.cupyx() is cupy_cpu.cupyx and cupy_cpu.cupyx.profiler is cupy_cpu.profiler
+    assert type(pinned) is np.ndarray and pinned.dtype == np.float32 and np.isnan(pinned).all()
+    with pytest.raises(ValueError, match="shape must be a whole number"):
+        cupy_cpu.cupyx.empty_pinned(-1)

@@ -69,12 +69,26 @@ class StandInCupy(FakeCupy):
         return getattr(np, name)
 
 
+class PinnedCopies(FakeArray):
+    """A 'GPU' array that counts the copies .set makes into it (CuPy's ndarray.set: from host memory)."""
+
+    sets = 0
+
+    def set(self, host: np.ndarray) -> None:
+        PinnedCopies.sets += 1
+        self[...] = host
+
+
 def _on_accelerators(monkeypatch, jax_kind: str | None = "gpu", gpu: bool = True) -> StandInCupy:
     """Make this machine look as if CuPy had a GPU (when `gpu`) and JAX ran on `jax_kind` (None: the CPU)."""
     probes = backend.backends()  # the real probes first, of the real CuPy
     fake = StandInCupy()
     if gpu:
         monkeypatch.setitem(sys.modules, "cupy", fake)
+        monkeypatch.setattr(fake, "empty_like", lambda a, dtype=None: np.empty_like(a, dtype=dtype).view(PinnedCopies),
+                            raising=False)
+        monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(  # page-locked memory is host memory here
+            empty_pinned=lambda shape, dtype=float: np.empty(shape, dtype)))
         real_owner = backend.backend_of
         monkeypatch.setattr(backend, "backend_of", lambda x: "cupy" if isinstance(x, FakeArray) else real_owner(x))
     monkeypatch.setitem(probes, "cupy", BackendStatus("cupy", True, f"GPU: {GPU_NAME} (1 device)", device_kind="gpu")
@@ -147,6 +161,9 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     # the predictions are the chapters' own helpers, for the card here
     t4 = cuda.GPU(GPU_NAME, specs.get("NVIDIA T4"), True)
     assert by_label["host -> GPU, 1 MiB"]["predicted_s"] == roofline.predict_copy_seconds("NVIDIA T4", 2**20)
+    assert by_label["host -> GPU, 1 MiB, from pinned memory"]["predicted_s"] == roofline.predict_copy_seconds(
+        "NVIDIA T4", 2**20, memory="pinned")
+    assert PinnedCopies.sets > 0  # the pinned row timed .set from pinned memory, as chapter 03 does
     assert by_label["axpby, data stays on the GPU"]["predicted_s"] == t4.predict_cupy_axpby(TINY.axpby)
     assert by_label["axpby, copied in and out every call"]["predicted_s"] == t4.predict_cupy_axpby(
         TINY.axpby, copies=12 * TINY.axpby)
