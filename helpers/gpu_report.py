@@ -242,7 +242,7 @@ def _copies(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
     def pinned_copy() -> Timing:
         pinned = cuda.cupyx().empty_pinned(nbytes // 4, np.float32)
         pinned[...] = 1.0
-        on_gpu = cupy.empty_like(pinned)
+        on_gpu = cupy.empty(pinned.shape, pinned.dtype)
         return gpu.measure(lambda: on_gpu.set(pinned), bytes=nbytes, label="copy from pinned memory")
 
     def stays() -> Timing:

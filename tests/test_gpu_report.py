@@ -85,8 +85,7 @@ def _on_accelerators(monkeypatch, jax_kind: str | None = "gpu", gpu: bool = True
     fake = StandInCupy()
     if gpu:
         monkeypatch.setitem(sys.modules, "cupy", fake)
-        monkeypatch.setattr(fake, "empty_like", lambda a, dtype=None: np.empty_like(a, dtype=dtype).view(PinnedCopies),
-                            raising=False)
+        monkeypatch.setattr(fake, "empty", lambda shape, dtype: np.empty(shape, dtype).view(PinnedCopies))
         monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(  # page-locked memory is host memory here
             empty_pinned=lambda shape, dtype=float: np.empty(shape, dtype)))
         real_owner = backend.backend_of
