@@ -98,6 +98,24 @@ def _sizes(model: dict[str, Any]) -> str:
     return f"{model['bytes'] / 1e6:,.4g} MB moved"
 
 
+#: Figures the model needs that no public source gave, as of 2026-11-26: (what, where it was looked for, what the
+#: model does instead). A row that turns up moves to docs/published-measurements.json.
+NOT_FOUND = (
+    ("A TPU's cost per call when calls are pipelined (queued, one wait at the end)",
+     "JAX's documentation (async dispatch, benchmarking, Pallas TPU guides), JAX's issues and discussions, the "
+     "scaling book (https://jax-ml.github.io/scaling-book/)",
+     "a range, from TPU_PIPELINED_LEAST (JAX's dispatch) to OVERHEADS['jax_tpu'] (the synced cost), "
+     "`roofline.predict_range`"),
+    ("The cost of each step of a loop compiled for a TPU (lax.scan, fori_loop, while_loop)",
+     "the same, and the Pallas TPU pipelining guide; the one figure found times a loop with a collective "
+     "(ppermute) inside, an upper bound from an exploratory issue, not the loop's own cost",
+     "none counted: `choosing.predict_recurrence` marks a TPU's scan as a lower bound (≥)"),
+    ("A copy from pageable (ordinary) host memory to a T4",
+     "CUDA's bandwidthTest outputs, CuPy's and JAX's issues, NVIDIA's forums; the T4 rows found are pinned only",
+     "PAGEABLE_FRACTION, fitted to the two A100 hosts whose pageable and pinned rows are above"),
+)
+
+
 def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict[str, Any]]] | None = None) -> str:
     """docs/predictions.md, written from the data file, the model and the gpu-report files (None: those in docs/)."""
     rows = load() if rows is None else rows
@@ -129,7 +147,11 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
         if why:
             out.append(f"| {_cell(r['device'])} | {_cell(r['operation'])}: {_cell(r['library'])} | "
                        f"{_cell(r['measured'])} {_cell(r['unit'])} | {_cell(why)} | <{r['url']}> |")
-    out += ["", *measured_section(load_reports() if reports is None else reports),
+    out += ["", "## Searched for and not found", "",
+            "Published measurements the model would be checked against, had anyone published them. Where none "
+            "was found, the model says what it does instead:", "",
+            *(f"- **{what}.** Searched: {where}. Instead: {instead}" for what, where, instead in NOT_FOUND),
+            "", *measured_section(load_reports() if reports is None else reports),
             "", "## The model's constants", "", "| constant | value | what | source |", "|---|---|---|---|"]
     for name, table in (("OVERHEADS", roofline.OVERHEADS), ("KERNEL_FLOOR", roofline.KERNEL_FLOOR),
                         ("MATMUL_EFFICIENCY", roofline.MATMUL_EFFICIENCY),

@@ -5,10 +5,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 
 import pytest
 
-from helpers import evidence, roofline
+from helpers import choosing, evidence, roofline
 
 
 def test_every_published_row_is_sourced_and_placed():
@@ -107,3 +108,16 @@ def test_a_gpu_report_file_that_cannot_be_listed_stops_the_page_with_its_name(tm
     (tmp_path / "gpu-report-broken.json").write_text(content)
     with pytest.raises(ValueError, match=f"^gpu-report-broken.json: {why}"):
         evidence.load_reports(tmp_path)
+
+
+def test_what_was_not_found_is_said_with_what_the_model_does_instead() -> None:
+    """Each missing figure names the model's stand-in, and that stand-in exists (a renamed constant fails here)."""
+    page = evidence.page()
+    modules = {"roofline": roofline, "choosing": choosing}
+    for what, _, instead in evidence.NOT_FOUND:
+        assert f"**{what}.**" in page
+        constants = re.findall(r"\b[A-Z][A-Z_]{4,}\b", instead)
+        functions = re.findall(r"`(roofline|choosing)\.(\w+)`", instead)
+        assert constants or functions, instead
+        assert all(hasattr(roofline, name) for name in constants), (instead, constants)
+        assert all(hasattr(modules[module], name) for module, name in functions), (instead, functions)
