@@ -88,6 +88,8 @@ def _cupy_status() -> BackendStatus:
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
+        if not _nvidia_gpu_present():  # no driver at all: CUDA's error names a version, the plain fact is simpler
+            return BackendStatus("cupy", False, "no NVIDIA GPU here (no NVIDIA driver found)", _GPU_FIX, "gpu")
         return BackendStatus("cupy", False, f"no CUDA GPU found ({_first_line(exc)})", _GPU_FIX, "gpu")
     if count == 0:
         return BackendStatus("cupy", False, "no CUDA GPU found (0 devices)", _GPU_FIX, "gpu")

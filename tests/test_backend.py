@@ -43,13 +43,23 @@ def test_jax_is_usable_where_its_devices_are():
     assert status.detail.startswith(platform.upper()) and jax.__version__ in status.detail
 
 
+def test_without_an_nvidia_driver_cupy_says_so_plainly(monkeypatch, fresh_backends):
+    """CUDA's own words on a machine with no driver ('cudaErrorInsufficientDriver: CUDA driver version is
+    insufficient ...') read as a version problem; the plain fact is that there is no NVIDIA GPU here."""
+    monkeypatch.setattr(backend, "_nvidia_gpu_present", lambda: False)
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(count=RuntimeError(
+        "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")))
+    status = fresh_backends()["cupy"]
+    assert status.detail == "no NVIDIA GPU here (no NVIDIA driver found)" and "T4 GPU" in status.fix
+
+
 @without_gpu
 def test_cupy_is_installed_but_not_usable_without_a_gpu():
     pytest.importorskip("cupy")  # the dev extra installs it: CI checks "CuPy installed, no GPU"
     status = backends()["cupy"]
     assert not status.usable
     assert status.device_kind == "gpu"
-    assert "no CUDA GPU found" in status.detail
+    assert status.detail == "no NVIDIA GPU here (no NVIDIA driver found)"
     assert "Runtime > Change runtime type" in status.fix
 
 
@@ -97,6 +107,7 @@ def test_cupy_not_installed(monkeypatch, fresh_backends):
 
 
 def test_cupy_without_devices(monkeypatch, fresh_backends):
+    monkeypatch.setattr(backend, "_nvidia_gpu_present", lambda: True)  # a driver, but CUDA finds no device
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(count=RuntimeError("cudaErrorNoDevice: no device\nmore")))
     status = fresh_backends()["cupy"]
     assert not status.usable
@@ -218,7 +229,7 @@ def test_containers_are_moved_whole():
 
 @without_gpu
 def test_to_backend_refuses_what_cannot_run():
-    with pytest.raises(BackendUnavailable, match="no CUDA GPU"):
+    with pytest.raises(BackendUnavailable, match="no NVIDIA GPU"):
         to_backend(np.ones(2), "cupy")
     with pytest.raises(ValueError, match="accepted"):
         to_backend(np.ones(2), "torch")
@@ -233,7 +244,7 @@ def test_array_module():
 
 @without_gpu
 def test_array_module_of_cupy_without_a_gpu():
-    with pytest.raises(BackendUnavailable, match="no CUDA GPU"):
+    with pytest.raises(BackendUnavailable, match="no NVIDIA GPU"):
         array_module("cupy")
 
 
