@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import textwrap
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -19,7 +18,7 @@ from typing import Any, TextIO
 from . import workloads
 from .backend import ARRAY_BACKENDS, backends, require_usable
 from .hardware import Hardware, hardware
-from .timing import NOISY_SPREAD, NoisyTimingWarning, Timing, format_fraction, format_seconds
+from .timing import NOISY_SPREAD, Timing, format_fraction, format_seconds, spread_shown
 from .validate import available_memory
 
 #: Backend names as the bench shows them: Python loops are 'loops' (the rest of the package says 'python').
@@ -348,8 +347,7 @@ def _run(chosen: list[str], all_usable: bool, dtype: str, sizes: Sizes, budget: 
     say(f"{time.perf_counter() - start:.1f} s")
     cases = [(op, backend) for op in OPS for backend in chosen]
     timings: dict[tuple[str, str], Timing] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NoisyTimingWarning)  # the table shows the spread of every row
+    with spread_shown():  # the table shows the spread of every row
         for i, (op, backend) in enumerate(cases, 1):
             n = sizes.of(op, backend)
             say(f"[{i}/{len(cases)}] {op} {backend} n={n:,} ... ", end="")

@@ -22,7 +22,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,7 +33,7 @@ import numpy as np
 from . import cuda, mandelbrot, mlp, roofline, specs, workloads
 from .backend import backends, to_backend
 from .hardware import hardware, jax_dot_roof, where_we_run
-from .timing import NoisyTimingWarning, Timing, benchmark, format_seconds, set_timing_budget
+from .timing import Timing, benchmark, format_seconds, set_timing_budget, spread_shown
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What the JSON file says it is, and the version of its layout (raise it when a field changes meaning).
@@ -731,8 +730,7 @@ def _free_gpu_memory() -> None:
 def measure_all(todo: list[Case], say: Callable[..., None]) -> tuple[list[Row], list[dict[str, str]]]:
     """Run every case: its row, or, when it fails (out of memory, too slow, ...), why, so the others still run."""
     rows, skipped = [], []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NoisyTimingWarning)  # every row records its spread
+    with spread_shown():  # every row records its spread
         for i, case in enumerate(todo, 1):
             say(f"[{i}/{len(todo)}] ch{case.chapter} {case.label} ({case.work}) ... ", end="")
             try:

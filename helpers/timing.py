@@ -52,6 +52,14 @@ def _timed_region() -> Iterator[None]:
         _TIMED.reset(token)
 
 
+@contextlib.contextmanager
+def spread_shown() -> Iterator[None]:
+    """Many timings whose spread a plot's error bars or a table's column shows: no NoisyTimingWarning for each."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoisyTimingWarning)
+        yield
+
+
 #: The most repeats any timer takes, whatever it is asked for (each is also bounded by its time limit).
 MAX_REPEATS = 100_000
 #: Seconds of repeated timing a benchmark aims for when no `budget=` is given; a chapter sets it once.

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ import numpy as np
 
 from . import mlp, roofline, specs
 from .backend import array_module, backends, check_name, to_backend, to_numpy
-from .timing import NoisyTimingWarning, Timing, benchmark, crossover, format_seconds
+from .timing import Timing, benchmark, crossover, format_seconds, spread_shown
 from .validate import finite, positive_int
 
 #: What `trainer()` can build: the hand-written step on NumPy or CuPy, JAX one jitted step at a time or a
@@ -669,8 +668,7 @@ def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequ
         b, hd = (value, hidden) if vary == "batch" else (batch, value)
         params = mlp.init_params(data.n_features, hd, data.n_classes, seed)
         idx = mlp.batch_order(len(data.y_train), b, 1, seed)[0]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NoisyTimingWarning)
+        with spread_shown():
             for tr in trainers:
                 timings[tr.label].append(time_epoch(tr, data, params, idx, budget, f"{tr.label}, {vary} {value}",
                                                       min_repeats=3))

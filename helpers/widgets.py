@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from collections.abc import Iterable
 from html import escape
 from numbers import Real
@@ -21,7 +20,7 @@ import numpy as np
 from . import plots, workloads
 from .backend import NAMES
 from .backend import backends as _backends
-from .timing import NoisyTimingWarning, Timing, format_fraction, format_seconds
+from .timing import Timing, format_fraction, format_seconds, spread_shown
 
 #: Sizes offered when the caller gives none.
 DEFAULT_SIZES: dict[str, tuple[int, ...]] = {
@@ -117,8 +116,7 @@ class Explorer(widgets.VBox):
     # -- measuring ---------------------------------------------------------------------------------------------
 
     def _measure_one(self, backend: str, n: int, dtype: str, budget: float) -> Timing:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NoisyTimingWarning)  # a one-off explorer point: noise is shown, not warned
+        with spread_shown():  # a one-off explorer point: noise is shown, not warned
             t = workloads.measure(self.op, backend, n, dtype, budget, label=_backend_label(backend),
                                   max_time=max(3 * budget, 0.05), min_repeats=3)
         self.timings = [p for p in self.timings if (p.backend, p.dtype, p.n) != (t.backend, t.dtype, t.n)] + [t]

@@ -712,3 +712,15 @@ def test_a_range_shows_both_ends_or_one_figure_where_they_agree():
     assert timing.format_range(1e-3, 1.0004e-3) == "1 ms"
     with pytest.raises(ValueError, match="a range runs from low to high"):
         timing.format_range(2.0, 1.0)
+
+
+def test_spread_shown_silences_only_the_noise_warning_inside_it(clock, fake_roof):
+    """Where a plot or a table shows every timing's spread, one warning per timing would repeat it."""
+    noisy = [1.0, 0.3, 0.1, 0.2, 0.3, 0.4, 0.5]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with timing.spread_shown():
+            benchmark(scripted(clock, list(noisy)), budget=1.0, min_repeats=5, clock=clock)
+        assert not any(issubclass(w.category, NoisyTimingWarning) for w in caught)
+        benchmark(scripted(clock, list(noisy)), budget=1.0, min_repeats=5, clock=clock)
+        assert any(issubclass(w.category, NoisyTimingWarning) for w in caught)  # outside it, the warning is back
