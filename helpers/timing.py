@@ -204,7 +204,7 @@ class Timing:
 
         def tight(group: np.ndarray) -> bool:
             q75, q25 = np.percentile(group, [75, 25])
-            return (q75 - q25) / np.median(group) <= NOISY_SPREAD / 2
+            return (q75 - q25) / np.median(group) <= NOISY_SPREAD  # each mode as steady as a quiet timing
         if not (tight(fast) and tight(slow)):
             return None
         return float(np.median(fast)), float(np.median(slow)), len(slow) / len(s)
