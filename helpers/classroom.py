@@ -26,12 +26,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from . import prompts
 from .project import CHAPTERS
 from .validate import LARGEST, finite
 
 #: The notebooks of a clone of the repository (an installed package has none).
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-PROMPT = "**Before you run the next cell:**"
 #: Cells whose outputs depend on the machine: measurements, device lists, plots of timings.
 MEASURED_TAG = "nbval-ignore-output"
 ZIP_NAME = "loops-to-tpus-chapters.zip"
@@ -109,14 +109,15 @@ def write_page(path: str | Path, text: str) -> None:
 
 
 def learner_copy(nb: Any) -> Any:
-    """A hand-out of the chapter `nb` (an nbformat notebook, changed in place and returned): the outputs of the
-    code cells after each prediction prompt (up to the next text, which would explain the answer), and of every
-    measurement cell, cleared; everything else as it is."""
-    answering = False
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            answering = PROMPT in cell.source
-            continue
+    """A hand-out of the chapter `nb` (an nbformat notebook, changed in place and returned): the outputs of every
+    code cell from each prediction prompt to its last answer cell (`prompts`), and of every measurement cell,
+    cleared; everything else as it is. A prompt that names no answers is a ClassroomError."""
+    try:
+        spans = [(p.index, p.last) for p in prompts.prompts(nb)]
+    except prompts.PromptError as exc:
+        raise ClassroomError(f"cannot make a hand-out: {exc}") from None
+    for index, cell in enumerate(nb.cells):
+        answering = any(first < index <= last for first, last in spans)
         if cell.cell_type == "code" and (answering or MEASURED_TAG in cell.get("metadata", {}).get("tags", [])):
             cell.outputs = []
             cell.execution_count = None

@@ -1,8 +1,9 @@
 """`python -m helpers site build DIR`: the series as an offline HTML book, read without running anything.
 
 Every chapter from its stored outputs, with navigation; figures stay interactive (plotly.js is copied into DIR,
-no CDN); the chapter map is the index, and the teacher guide is a page of its own. `python -m http.server` in
-DIR serves it. Needs the `dev` extra (nbconvert); refuses to write into the repository's own folders.
+no CDN); the chapter map is the index; the teacher guide and the glossary are pages of their own.
+`python -m http.server` in DIR serves it. Needs the `dev` extra (nbconvert); refuses to write into the
+repository's own folders.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from . import glossary
 from .classroom import ClassroomError, output_folder, replace_file
 from .project import CHAPTERS
 from .upkeep import PLOTLY
@@ -24,6 +26,8 @@ GUIDE = ROOT / "docs" / "teaching.md"
 #: nbconvert's templates load require.js and MathJax from a CDN: the book goes without them (math shows as TeX).
 CDN_SCRIPT = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>", re.I)
 CHAPTER_LINK = re.compile(r'href="(\d\d_\w+)\.ipynb"')
+#: A chapter's link to a glossary entry (docs/glossary.md#warp), which goes to the book's glossary page.
+GLOSSARY_LINK = re.compile(r'href="(?:\.\./)?(?:docs/)?glossary\.md(#[^"]*)?"')
 STYLE = ("<style>.book-nav{font-family:sans-serif;padding:8px 16px;background:#f3f3f3;display:flex;gap:24px}"
          ".book-nav a{text-decoration:none}.plotly-figure{width:100%}</style>")
 
@@ -74,6 +78,7 @@ def chapter_html(path: Path, index: int) -> str:
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
     body = CDN_SCRIPT.sub("", body)
     body = CHAPTER_LINK.sub(r'href="\1.html"', body)  # links between chapters go to their pages
+    body = GLOSSARY_LINK.sub(r'href="glossary.html\1"', body)
     return _with_nav(body, f'<script src="plotly.min.js"></script>{STYLE}', index)
 
 
@@ -95,17 +100,30 @@ def index_html() -> str:
             "measured. This book shows every chapter as it was last run on the authors' machine; open the "
             "notebooks to measure yours.</p>"
             f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>"
-            '<p>Teaching with it? <a href="teaching.html">The teacher guide</a>.</p></body></html>')
+            '<p>Teaching with it? <a href="teaching.html">The teacher guide</a>. A word you do not know? '
+            '<a href="glossary.html">The glossary</a>.</p></body></html>')
+
+
+def _text_page(title: str, body: str) -> str:
+    """A page of text with a link back to the contents."""
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
+            "<style>body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:3px 6px}</style></head><body>"
+            f'<p><a href="index.html">Contents</a></p>{body}</body></html>')
 
 
 def guide_html(text: str) -> str:
     """The teacher guide (Markdown) as a page."""
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Teaching with From Loops to TPUs</title>"
-            "<style>body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:3px 6px}</style></head><body>"
-            '<p><a href="index.html">Contents</a></p>' + markdown2html_mistune(text) + "</body></html>")
+    return _text_page("Teaching with From Loops to TPUs", markdown2html_mistune(text))
+
+
+def glossary_html() -> str:
+    """The glossary as a page, each entry under an anchor the chapters' glossary links point to."""
+    entries = "".join(f'<h2 id="{t.anchor}">{escape(t.name)}</h2><p>{escape(t.definition)}</p>'
+                      for t in glossary.TERMS)
+    return _text_page("Glossary", f"<h1>Glossary</h1>{entries}")
 
 
 def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> list[Path]:
@@ -123,7 +141,9 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> 
     for index, chapter in enumerate(CHAPTERS):
         written.append(folder / _page(chapter.file))
         replace_file(written[-1], chapter_html(source / chapter.file, index).encode("utf-8"))
-    for name, html in (("index.html", index_html()), ("teaching.html", guide_html(GUIDE.read_text("utf-8")))):
+    pages = (("index.html", index_html()), ("teaching.html", guide_html(GUIDE.read_text("utf-8"))),
+             ("glossary.html", glossary_html()))
+    for name, html in pages:
         written.append(folder / name)
         replace_file(written[-1], html.encode("utf-8"))
     return written

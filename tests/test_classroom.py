@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import classroom
+from helpers import classroom, prompts
 from helpers.__main__ import PROG, main
 from helpers.project import CHAPTERS
 
@@ -31,28 +31,43 @@ def _main(argv: list[str]) -> tuple[int, str, str]:
 # ---------------------------------------------------------------- learner copies
 
 
-def test_a_copy_clears_the_answers_after_each_prompt_and_every_measurement_and_keeps_the_rest(tmp_path) -> None:
+def test_a_copy_clears_each_prompt_to_its_last_answer_and_every_measurement_and_keeps_the_rest(tmp_path) -> None:
     code, out, _ = _main(["classroom", "copies", str(tmp_path / "class")])
     assert code == 0 and "wrote 7 learner copies" in out
+    count = 0
     for chapter in CHAPTERS:
         stored = nbformat.read(ROOT / "notebooks" / chapter.file, as_version=4)
         copy = nbformat.read(tmp_path / "class" / chapter.file, as_version=4)
         assert [c.source for c in copy.cells] == [c.source for c in stored.cells]  # exercises, solutions, set-up
-        answering = False  # after a prompt, until the next text
+        spans = [(p.index, p.last) for p in prompts.prompts(stored)]
+        count += len(spans)
         for index, (mine, theirs) in enumerate(zip(copy.cells, stored.cells, strict=True)):
-            if theirs.cell_type == "markdown":
-                answering = classroom.PROMPT in theirs.source
             if theirs.cell_type != "code":
                 continue
-            prompt = answering
+            answering = any(first < index <= last for first, last in spans)
             measured = classroom.MEASURED_TAG in theirs.metadata.get("tags", [])
-            if prompt or measured:
+            if answering or measured:
                 assert mine.outputs == [] and mine.execution_count is None, (chapter.file, index)
             else:
                 assert mine.outputs == theirs.outputs, (chapter.file, index)
-    prompts = sum(classroom.PROMPT in c.source for ch in CHAPTERS
-                  for c in nbformat.read(ROOT / "notebooks" / ch.file, as_version=4).cells)
-    assert prompts >= 40  # the test looked at every chapter's prompts
+    assert count >= 40  # the test looked at every chapter's prompts
+
+
+def test_a_copy_clears_every_cell_up_to_a_later_answer_even_past_text() -> None:
+    nb = nbformat.v4.new_notebook()
+    shown = nbformat.v4.new_output("stream", text="42\n")
+    nb.cells = [nbformat.v4.new_code_cell("before", outputs=[shown]),
+                nbformat.v4.new_markdown_cell(prompts.PROMPT + ":** guess."),
+                nbformat.v4.new_code_cell("setup", outputs=[shown]),
+                nbformat.v4.new_markdown_cell("Some text between."),
+                nbformat.v4.new_code_cell("answer", outputs=[shown]),
+                nbformat.v4.new_code_cell("after", outputs=[shown])]
+    nb.cells[1].metadata["prompt"] = {"answers": [nb.cells[4].id], "gives_away": ["42"]}
+    copy = classroom.learner_copy(nb)
+    assert [bool(c.get("outputs")) for c in copy.cells if c.cell_type == "code"] == [True, False, False, True]
+    del nb.cells[1].metadata["prompt"]
+    with pytest.raises(classroom.ClassroomError, match="does not name its answers"):
+        classroom.learner_copy(nb)
 
 
 def test_copies_are_the_same_every_time_and_zipped(tmp_path) -> None:

@@ -12,9 +12,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from helpers import site
+from helpers import glossary, site
 from helpers.__main__ import main
 from helpers.project import CHAPTERS
 
@@ -55,7 +56,17 @@ def test_the_book_has_every_chapter_the_map_and_the_guide_and_fetches_nothing(bo
         if number + 1 < len(CHAPTERS):
             assert f'href="{site._page(CHAPTERS[number + 1].file)}"' in page  # next
     assert re.search(r"<h1[^>]*>Teaching with From Loops to TPUs<", (book / "teaching.html").read_text())
-    assert 'href="teaching.html"' in index
+    assert 'href="teaching.html"' in index and 'href="glossary.html"' in index
+    entries = (book / "glossary.html").read_text()
+    assert all(f'<h2 id="{t.anchor}">' in entries for t in glossary.TERMS)
+
+
+def test_a_chapter_link_to_the_glossary_goes_to_the_book_page(tmp_path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("A [warp](../docs/glossary.md#warp) is 32 threads.")]
+    nbformat.write(nb, tmp_path / "chapter.ipynb")
+    page = site.chapter_html(tmp_path / "chapter.ipynb", 0)
+    assert 'href="glossary.html#warp"' in page and "glossary.md" not in page
 
 
 def test_the_book_refuses_the_repository_and_a_full_folder(tmp_path) -> None:

@@ -1,0 +1,276 @@
+"""The series' glossary: every term of art the chapters use, the forms that count as a use, and a plain definition.
+
+    python -m helpers.glossary      # rewrites docs/glossary.md from TERMS
+
+`h.glossary.define("warp")` prints one entry in a notebook. tests/test_glossary.py reads the chapters' prose in
+order and requires each term's first use to be bold (defined on the spot) or a link to its glossary entry, and
+keeps docs/glossary.md in step with TERMS. The site builds the page into the book.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .project import CHAPTERS
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "glossary.md"
+#: A chapter's header cell and its "What you will learn" list preview what is coming: they are not first uses.
+PREVIEW = "## What you will learn"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One glossary entry: its name, the regexes that count as a use of it, and its definition.
+
+    `code` says whether a use inside an inline `code` span counts (for names such as `blockIdx`)."""
+
+    name: str
+    forms: tuple[str, ...]
+    definition: str
+    code: bool = False
+
+    @property
+    def anchor(self) -> str:
+        """The entry's anchor in docs/glossary.md (and the book's glossary page)."""
+        return re.sub(r"[^\w\- ]", "", self.name.lower()).replace(" ", "-")  # as GitHub makes a heading's
+
+    def pattern(self) -> re.Pattern[str]:
+        """One regex matching any of the term's forms (a form's leading (?i) applies to that form alone)."""
+        return re.compile("|".join(f"(?i:{form[4:]})" if form.startswith("(?i)") else f"(?:{form})"
+                                   for form in self.forms))
+
+
+TERMS: tuple[Term, ...] = (
+    # Measuring
+    Term("FLOP", (r"\b[GMT]?FLOP",), "A floating-point operation: one multiply or one add. FLOP/s counts them per "
+         "second; GFLOP/s is 10^9 a second, TFLOP/s 10^12."),
+    Term("peak", (r"\bpeak\b",), "The most FLOP/s (or bytes a second) a chip can do, from its design: units x clock "
+         "x operations per unit per cycle. A ceiling real code approaches, never a measurement."),
+    Term("IQR", (r"\bIQR\b",), "Interquartile range: the spread of the middle half of the timing samples. A small IQR "
+         "means a steady measurement."),
+    Term("roofline", (r"(?i)\broofline",), "A model of a program's speed: the slower of doing its FLOPs at the "
+         "peak FLOP/s and moving its bytes at the memory bandwidth."),
+    Term("arithmetic intensity", (r"(?i)\barithmetic intensity",), "FLOPs done per byte moved to or from memory. "
+         "Low intensity: memory-bound. High intensity: compute-bound."),
+    Term("memory-bound", (r"(?i)\b(?:memory|compute)[- ]bound",), "Limited by moving bytes (memory-bound) or by "
+         "doing arithmetic (compute-bound): whichever of the two takes longer sets the time."),
+    Term("bandwidth", (r"(?i)\bbandwidth",), "How many bytes a second a memory or a link can deliver (GB/s)."),
+    # The CPU
+    Term("SIMD", (r"\bSIMD\b",), "Single instruction, multiple data: one CPU instruction works on a short vector of "
+         "numbers at once."),
+    Term("lane", (r"\blanes?\b",), "One slot of a SIMD vector (or one thread of a GPU warp): a 512-bit AVX-512 "
+         "register holds 16 float32 lanes."),
+    Term("FMA", (r"\bFMAs?\b", r"(?i)fused multiply-add"), "Fused multiply-add: a * b + c as one instruction, "
+         "counted as 2 FLOPs."),
+    Term("AVX2, AVX-512", (r"\bAVX(?:2|-512)",), "x86 CPUs' vector instruction sets: AVX2 works on 256 bits (8 "
+         "float32 lanes), AVX-512 on 512 bits (16 lanes)."),
+    Term("cache", (r"(?i)\bcaches?\b",), "A small, fast memory on the chip that keeps recently used data close to the "
+         "cores, so a second use does not wait for main memory."),
+    Term("register", (r"(?i)\bregisters?\b",), "The few values a core holds right at its arithmetic units; a "
+         "register file is all of them."),
+    Term("BLAS", (r"\bBLAS\b",), "Basic Linear Algebra Subprograms: the tuned library (OpenBLAS, MKL, Accelerate) "
+         "that NumPy calls for a matrix product."),
+    Term("thread", (r"(?i)\bthreads?\b",), "One sequence of instructions the hardware runs. A CPU runs a few; a GPU "
+         "runs one copy of a kernel per thread, thousands at once."),
+    Term("vectorised", (r"(?i)\bvectori[sz](?:ed|e|es|ing|ation)\b",), "Written as whole-array operations (z = 2 "
+         "* x + 3 * y) that a library runs in compiled loops, instead of a Python loop over elements."),
+    # Number formats
+    Term("float32", (r"\bfloat32\b", r"\bFP32\b"), "A 32-bit floating-point number: about 7 significant decimal "
+         "digits. The series' default."),
+    Term("bfloat16", (r"\bbf16\b", r"\bbfloat16\b"), "A 16-bit float with float32's range but only about 3 "
+         "significant digits: what a TPU's MXU multiplies."),
+    Term("TF32", (r"\bTF32\b",), "TensorFloat-32: float32's range with 10 bits of mantissa (about 3 digits), what "
+         "NVIDIA tensor cores use for a float32 product since the A100."),
+    # Accelerators in general
+    Term("host", (r"\bhost\b",), "The CPU and its memory, which drive an accelerator: the program runs there and "
+         "sends work and data to the device."),
+    Term("device", (r"\bdevices?\b",), "An accelerator (a GPU or TPU) with its own memory, driven by the host; "
+         "JAX also calls the CPU a device."),
+    Term("PCIe", (r"\bPCIe\b",), "The link between the host and a GPU: tens of GB/s, far slower than the GPU's own "
+         "memory."),
+    Term("kernel", (r"\bkernels?\b",), "A function that runs on an accelerator: on a GPU, one copy per thread; in "
+         "JAX, what XLA compiles. (A Jupyter kernel is the Python process that runs a notebook.)"),
+    Term("launch", (r"(?i)\blaunch(?:es|ed|ing)?\b",), "Starting a kernel on the device: the host sends the kernel, "
+         "its grid and its arguments. A fixed cost of microseconds, paid every call."),
+    Term("jit", (r"\bjit(?:ted|ting)?\b", r"(?i)just-in-time"), "Just-in-time compilation: JAX traces a Python "
+         "function the first time it is called and compiles it to machine code for the device.", code=True),
+    Term("XLA", (r"\bXLA\b",), "The compiler JAX (and TensorFlow) hands a traced function to; it fuses operations "
+         "and writes the kernels for CPU, GPU or TPU."),
+    Term("dispatch", (r"(?i)\bdispatch",), "The fixed work a library does per call before any arithmetic: check the "
+         "arguments, find the compiled code, start it."),
+    Term("fusion", (r"(?i)\bfus(?:e|es|ed|ing|ion)\b(?! multiply)",), "Compiling several operations into one "
+         "kernel, so intermediate results stay in registers instead of going to memory and back."),
+    # The GPU
+    Term("CUDA", (r"\bCUDA\b",), "NVIDIA's platform for GPU programs: CUDA C is C++ with a few keywords for "
+         "kernels and threads."),
+    Term("NVRTC", (r"\bNVRTC\b",), "NVIDIA's runtime compiler: turns CUDA C source into GPU code from a running "
+         "program, no GPU needed to compile."),
+    Term("compute capability", (r"\bsm_\d+", r"(?i)compute capability"), "A GPU generation's version number, "
+         "which its code is compiled for: sm_75 is Turing (the T4), sm_90 Hopper (the H100).", code=True),
+    Term("thread block", (r"(?i)\bthread blocks?\b", r"(?i)\bblocks? of threads\b"), "A group of GPU threads (up to "
+         "1,024) that run on one SM and can share memory and wait for each other."),
+    Term("threadIdx", (r"\bthreadIdx\b",), "A CUDA thread's number within its block (threadIdx.x).", code=True),
+    Term("blockIdx", (r"\bblockIdx\b",), "A CUDA block's number within the grid (blockIdx.x).", code=True),
+    Term("blockDim", (r"\bblockDim\b",), "How many threads a CUDA block has (blockDim.x).", code=True),
+    Term("gridDim", (r"\bgridDim\b",), "How many blocks a CUDA grid has (gridDim.x).", code=True),
+    Term("grid-stride loop", (r"(?i)\bgrid-stride",), "A kernel loop in which each thread handles element i, then "
+         "i + (all threads in the grid), ...: any array size works with any number of threads."),
+    Term("warp", (r"\bwarps?\b",), "32 GPU threads that run in lock step: one instruction at a time for all 32."),
+    Term("divergence", (r"(?i)\bdiverg(?:e|es|ed|ence|ent|ing)\b",), "Threads of one warp taking different branches: "
+         "the warp runs each path in turn, with the other lanes idle."),
+    Term("SM", (r"\bSMs?\b", r"(?i)streaming multiprocessor"), "Streaming multiprocessor: one of a GPU's cores "
+         "proper (40 on a T4), each running many warps at once."),
+    Term("shared memory", (r"(?i)\bshared memory\b",), "A small, fast memory on each SM that the threads of one "
+         "block share, written and read by the kernel itself."),
+    Term("__syncthreads", (r"__syncthreads",), "A barrier: every thread of the block waits there until all have "
+         "reached it.", code=True),
+    Term("L2 cache", (r"\bL2\b",), "The GPU's (or CPU's) last cache before main memory, shared by all its cores."),
+    Term("HBM", (r"\bHBM\d?e?\b",), "High-bandwidth memory: stacked DRAM beside the chip, the main memory of "
+         "datacentre GPUs and TPUs (TB/s)."),
+    Term("tensor core", (r"(?i)\btensor cores?\b",), "A GPU unit that multiplies small matrix tiles in one step, "
+         "in reduced precision (FP16, bf16, TF32)."),
+    Term("stream", (r"\bstreams?\b",), "A queue of GPU work that runs in order; work in different streams may "
+         "overlap, such as a copy beside a kernel."),
+    Term("CUDA event", (r"(?i)\bCUDA events?\b", r"\bcudaEvent"), "A marker put in a stream; the GPU records when "
+         "it got there, so two events time the GPU work between them."),
+    Term("pinned memory", (r"(?i)\bpinned\b", r"(?i)page-locked"), "Host memory the OS may not move, so the GPU "
+         "copies from it directly at the link's full rate."),
+    Term("double buffering", (r"(?i)double[- ]buffer",), "Using two buffers so the next piece of data is copied "
+         "while the current one is computed on."),
+    # The TPU
+    Term("systolic array", (r"(?i)\bsystolic\b",), "A grid of multiply-accumulate cells: each value fetched once "
+         "is passed from cell to cell, with no trip back to a register file."),
+    Term("MXU", (r"\bMXUs?\b",), "Matrix multiply unit: the TPU's systolic array, 128 x 128 multiply-accumulators "
+         "(256 x 256 on v6e)."),
+    Term("vector unit", (r"(?i)\bvector units?\b", r"\bVPU\b"), "The part of a core that does SIMD arithmetic "
+         "on short vectors: a CPU core's SIMD units; on a TPU, the unit beside the MXU for elementwise work (adds, "
+         "activations), far slower than the MXU."),
+    Term("tile", (r"(?i)\btiles?\b", r"(?i)\btiled\b", r"(?i)\btiling\b"), "A block of a matrix small enough to "
+         "sit in fast memory (a GPU's shared memory, a TPU's VMEM) while it is used many times."),
+    Term("sharding", (r"(?i)\bshard(?:s|ed|ing)?\b",), "Splitting an array across several devices, each holding "
+         "and computing on its own piece."),
+    # Training and choosing
+    Term("epoch", (r"(?i)\bepochs?\b",), "One pass of training over every example of the training set."),
+    Term("batch", (r"(?i)\bbatch(?:es)?\b", r"(?i)\bmini-batch"), "The examples one training step (or one "
+         "inference call) works on together."),
+    Term("gradient", (r"(?i)\bgradients?\b",), "How the loss changes as each weight changes; training moves the "
+         "weights against it."),
+    Term("SGD", (r"\bSGD\b", r"(?i)stochastic gradient descent"), "Stochastic gradient descent: after each batch, "
+         "every weight -= learning rate x its gradient."),
+    Term("inference", (r"(?i)\binference\b",), "Using a trained model: a forward pass, no gradients."),
+    Term("token", (r"(?i)\btokens?\b",), "A piece of text a language model reads or writes (a word or part of "
+         "one); it writes one token at a time, each depending on the ones before."),
+    Term("scan", (r"(?i)\bscan\b", r"(?i)\bassociative scan"), "A loop in which each step needs the previous "
+         "step's result (a recurrence); an associative scan combines the steps in a tree, with more work but few "
+         "sequential steps."),
+    Term("Amdahl's law", (r"Amdahl",), "If a share s of a program must run serially, no number of cores makes it "
+         "more than 1/s times faster."),
+    Term("spot price", (r"(?i)\bspot[- ](?:price|pricing|rate|instance|VM|machine)s?\b",), "The cloud's cheaper "
+         "rate for a machine it may take back at short notice."),
+)
+
+
+#: A fenced code block (a solution, an example) and a heading (the section's body defines its terms): not uses.
+FENCED = re.compile(r"^```.*?^```|^#+ [^\n]*", re.S | re.M)
+#: An inline code span: a use only of terms that are names in code (`Term.code`).
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+#: Bold text, and a link whose target is a glossary entry: where a first use may stand.
+BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*", re.S)
+GLOSSARY_LINK = re.compile(r"\[[^\]]+\]\([^)]*glossary[^)]*\)")
+
+
+def _blank(text: str, pattern: re.Pattern[str]) -> str:
+    """`text` with every match of `pattern` replaced by spaces, so positions stay where they were."""
+    return pattern.sub(lambda m: " " * len(m.group()), text)
+
+
+def first_uses(cells: list[tuple[str, str]]) -> dict[str, tuple[str, int, bool]]:
+    """Where each term is first used in `cells` ((place, markdown source) in reading order): term name -> (place,
+    offset in that cell, whether that use is bold or a glossary link). Terms never used are left out."""
+    found: dict[str, tuple[str, int, bool]] = {}
+    for place, source in cells:
+        prose = _blank(source, FENCED)
+        plain = _blank(prose, CODE_SPAN)
+        marked = [m.span() for pattern in (BOLD, GLOSSARY_LINK) for m in pattern.finditer(prose)]
+        for term in TERMS:
+            if term.name in found:
+                continue
+            use = term.pattern().search(prose if term.code else plain)
+            if use:
+                found[term.name] = (place, use.start(), any(a <= use.start() < b for a, b in marked))
+    return found
+
+
+def chapter_prose(folder: Path = ROOT / "notebooks") -> list[tuple[str, str]]:
+    """The chapters' markdown cells in reading order, as (place, source), less each header and learning list."""
+    cells = []
+    for chapter in CHAPTERS:
+        notebook = json.loads((folder / chapter.file).read_text(encoding="utf-8"))
+        for index, cell in enumerate(notebook["cells"]):
+            source = "".join(cell["source"])
+            if (cell["cell_type"] == "markdown" and "header" not in cell.get("metadata", {}).get("tags", [])
+                    and not source.startswith(PREVIEW)):
+                cells.append((f"{chapter.file} cell {index} (id {cell.get('id')})", source))
+    return cells
+
+
+def undefined(cells: list[tuple[str, str]]) -> list[str]:
+    """One line for each term whose first use in `cells` is neither bold nor a glossary link, and for each term
+    the cells never use (the glossary should not list what the series does not say)."""
+    found = first_uses(cells)
+    lines = []
+    for term in TERMS:
+        if term.name not in found:
+            lines.append(f"{term.name}: never used in the chapters' prose (use it, or drop it from the glossary)")
+        elif not found[term.name][2]:
+            place, offset, _ = found[term.name]
+            source = dict(cells)[place]
+            context = " ".join(source[max(0, offset - 40):offset + 40].split())
+            lines.append(f"{term.name}: first used in {place}, not bold: ...{context}... (make that use bold and "
+                         f"define it there, or link it to docs/glossary.md#{term.anchor})")
+    return lines
+
+
+def by_name(name: str) -> Term:
+    """The term called `name` (any case), or a ValueError listing the terms there are."""
+    for term in TERMS:
+        if term.name.lower() == name.strip().lower() or term.anchor == name.strip().lower():
+            return term
+    raise ValueError(f"no glossary term {name!r}; the glossary has: {', '.join(t.name for t in TERMS)}")
+
+
+def define(name: str) -> None:
+    """Print one term's definition (`h.glossary.define("warp")`)."""
+    term = by_name(name)
+    print(f"{term.name}: {term.definition}")
+
+
+def page() -> str:
+    """docs/glossary.md as it should read: every term with its definition, grouped by topic."""
+    lines = ["# Glossary", "",
+             "Every term of art the chapters use, in plain words. Each is also defined, in bold, where the series "
+             "first uses it.",
+             "This page is written by `python -m helpers.glossary` from `helpers/glossary.py`; a test keeps them in "
+             "step.", ""]
+    for term in TERMS:
+        lines += [f"## {term.name}", "", term.definition, ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    """Rewrite docs/glossary.md (no arguments)."""
+    if argv:
+        print("usage: python -m helpers.glossary   (rewrites docs/glossary.md)", file=sys.stderr)
+        return 2
+    PAGE.write_text(page(), encoding="utf-8")
+    print(f"wrote {PAGE.relative_to(ROOT)}: {len(TERMS)} terms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
