@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-#: The words that open every prediction prompt (the next cell, or the next cells).
-PROMPT = "**Before you run the next cell"
+#: The words that open every prediction prompt ("**Before you run the next cell:**", "... the next cells:**",
+#: "**Before you look at the plot:**").
+PROMPT = "**Before you "
 #: The cell metadata key that holds a prompt's answers.
 KEY = "prompt"
 
