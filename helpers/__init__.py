@@ -11,12 +11,21 @@ from .backend import BackendUnavailable, array_module, backends, sync, to_backen
 from .claims import claim
 from .hardware import hardware
 from .notice import accelerator_backend
-from .timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds, set_timing_budget
+from .timing import (
+    BusyMachineWarning,
+    NoisyTimingWarning,
+    Timing,
+    benchmark,
+    compare,
+    format_fraction,
+    format_seconds,
+    set_timing_budget,
+)
 
 __all__ = [
-    "BackendUnavailable", "NoisyTimingWarning", "Timing", "accelerator_backend", "array_module", "backends",
-    "benchmark", "claim", "compare", "format_fraction", "format_seconds", "hardware", "set_timing_budget", "sync",
-    "to_backend", "to_numpy", "where",
+    "BackendUnavailable", "BusyMachineWarning", "NoisyTimingWarning", "Timing", "accelerator_backend",
+    "array_module", "backends", "benchmark", "claim", "compare", "format_fraction", "format_seconds", "hardware",
+    "set_timing_budget", "sync", "to_backend", "to_numpy", "where",
 ]
 
 #: Submodules reachable as `h.<name>` without importing them up front: plotly and ipywidgets are slow to

@@ -93,6 +93,7 @@ class CPUInfo:
     blas_fp32_per_core: Sourced | None = None  # the best FP32 FLOP/s one core reached in NumPy's BLAS here
     matrix_fp32_per_core: Sourced | None = None  # FP32 peak per core of a matrix unit beside the lanes (Apple AMX)
     bf16_rate: Sourced | None = None  # bf16 FLOP per cycle per core of bf16 units, and why; None: computed in fp32
+    blas_fp32_this_run: float | None = None  # the FP32 FLOP/s one core reached in this process's calibration
 
     @property
     def matrix_unit(self) -> bool:
@@ -531,5 +532,11 @@ def cpu_info() -> CPUInfo:
         model=brand, arch=arch, logical_cpus=logical, cores=cores, simd=simd, simd_bits=simd_bits,
         fma_units=fma, clock_hz=clock, nominal_clock_hz=stated[0] if stated else None, peak_bandwidth=bandwidth,
         blas_fp32_per_core=Sourced(per_core, demonstrated), matrix_fp32_per_core=matrix,
-        bf16_rate=_bf16_rate(flags, brand, per_core_cycle),
+        bf16_rate=_bf16_rate(flags, brand, per_core_cycle), blas_fp32_this_run=fresh,
     )
+
+
+def calibrated_blas_flops() -> float | None:
+    """The FP32 FLOP/s one core reached in NumPy's BLAS when this process detected its CPU, or None before it did:
+    a later timing of the same work is judged by it (timing.benchmark) without a calibration of its own."""
+    return cpu_info().blas_fp32_this_run if cpu_info.cache_info().currsize else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import operator
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import backend as _backends
+from .cpu import calibrated_blas_flops
 from .hardware import PEAK_DTYPES, Hardware, Peak, hardware, jax_dot_roof
 from .limits import TimeLimitExceeded, time_limit
 from .validate import finite, positive_int, positive_number
@@ -31,6 +33,15 @@ MIN_SAMPLE_SECONDS = 2e-3
 NOISY_SPREAD = 0.25
 #: How far apart two modes of a timing must be (slow over fast) to count as two, not as noise.
 MODE_GAP = 1.25
+#: A NumPy float32 matrix product at least this long on every side is compute bound (it does hundreds of FLOPs per
+#: number it reads) and takes long beside BLAS's fixed cost per call (microseconds), so its rate can be set beside
+#: the one-core calibration (cpu.py, a 768 product). A smaller one may rightly fall far short of it.
+BUSY_MIN_SIDE = 256
+#: A steady timing of that work under this share of what ONE core reached in the calibration is far below what the
+#: machine can do: all cores together should do at least as well as one. The margin of 4 covers a 256 product's
+#: lower efficiency, one core boosting above all cores together, and BLAS's thread start-up. On a 2-core VM whose
+#: one core calibrated at 135 GFLOP/s, chapter 00's 256 product reached 57% of that; a busy 512 product 8%.
+BUSY_SHARE = 0.25
 
 
 #: True while a timer's clock is running on repeated calls: checks that cost Python time (helpers.cupy_checked)
@@ -90,6 +101,14 @@ class TooSlow(RuntimeError):
 
 class NoisyTimingWarning(UserWarning):
     """The samples of a benchmark varied a lot: something else was probably using the machine."""
+
+
+class BusyMachineWarning(UserWarning):
+    """A steady timing came out far below what this machine did for the same work earlier in this process.
+
+    Not a NoisyTimingWarning: its samples agree, so a plot's error bars or a table's spread column do not show it,
+    and timing.spread_shown() must not hide it. `python -m helpers notebooks execute` counts both as disturbed.
+    """
 
 
 def _measured(name: str, value: Any) -> float | None:
@@ -162,6 +181,7 @@ class Timing:
     capped: bool = False  # stopped by max_time before min_repeats samples were taken
     n: int | None = None  # problem size, when the caller says (used by plots)
     extra: dict[str, Any] = field(default_factory=dict)
+    busy: bool = False  # steady but far below this machine's own calibration: another program held the cores
 
     @property
     def median(self) -> float:
@@ -266,6 +286,9 @@ class Timing:
         """What to keep in mind when reading this timing: '' when nothing, else one clause."""
         if self.noisy:
             return "noisy: the samples varied a lot; rerun when the machine is quiet"
+        if self.busy:
+            return (f"busy: under {BUSY_SHARE:.0%} of what one core did in this kernel's calibration; rerun when "
+                    "the machine is quiet")
         if self.modes is None:
             return ""
         fast, slow, share = self.modes
@@ -496,6 +519,7 @@ def benchmark(
     result = Timing(name, chosen, dtype, np.asarray(samples), number, first,
                     flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
     _warn_if_suspect(result)
+    _judge_by_calibration(result, fn, args)
     return result
 
 
@@ -546,6 +570,48 @@ def _warn_if_suspect(result: Timing) -> None:
         warnings.warn(f"{result.label}: the middle half of the samples spread over {result.spread:.0%} of the "
                       "median; another program may be using the machine. Rerun, or raise budget=.",
                       NoisyTimingWarning, stacklevel=3)
+
+
+#: Whether this process has shown its BusyMachineWarning: once per kernel says it; later slow timings are marked busy.
+_busy_warned = False
+
+
+def _calibrated_work(fn: Callable[..., Any], args: tuple[Any, ...]) -> float | None:
+    """FLOPs per call when `fn(*args)` is the work cpu.py calibrates, NumPy's BLAS multiplying two float32 matrices
+    (BUSY_MIN_SIDE or more on every side); None for any other work, which has no calibration to be judged by."""
+    from . import workloads  # here, not at the top: workloads times its work with benchmark
+
+    if not any(fn is blas for blas in (np.matmul, np.dot, operator.matmul, workloads.matmul)) or len(args) != 2:
+        return None
+    if not all(isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim == 2 for x in args):
+        return None
+    (m, k), (inner, n) = args[0].shape, args[1].shape
+    return 2.0 * m * k * n if k == inner and min(m, k, n) >= BUSY_MIN_SIDE else None
+
+
+def _judge_by_calibration(result: Timing, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Mark a steady timing of the calibrated work busy when it is far below one core's calibrated rate, and warn
+    once per process (a noisy one has its own warning). No calibration in this process: nothing to judge by."""
+    global _busy_warned
+    calibrated = calibrated_blas_flops()
+    flops = _calibrated_work(fn, args) if calibrated and not result.noisy else None
+    if not flops or flops / result.median >= BUSY_SHARE * calibrated:
+        return
+    result.busy = True
+    if _busy_warned:
+        return
+    _busy_warned = True
+    from .threads import blas_threads  # here, not at the top: threads times with benchmark
+
+    rate = flops / result.median
+    warnings.warn(f"{result.label}: {rate / 1e9:,.3g} GFLOP/s for a float32 matrix product, {rate / calibrated:.0%} "
+                  f"of the {calibrated / 1e9:,.3g} GFLOP/s ONE core reached in the same work when this kernel "
+                  "calibrated the CPU (h.hardware()). All the cores together should do at least as well. The samples "
+                  "are steady, so something held the cores the whole time: another program (or work still running "
+                  f"in this kernel), or more BLAS threads ({blas_threads()} now) than free cores. Close other "
+                  "programs or wait for them to finish, or cap the threads with h.threads.limit_blas_threads(k), "
+                  "then rerun. Shown once per kernel: later timings this slow say 'busy'.",
+                  BusyMachineWarning, stacklevel=3)
 
 
 def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20, max_time: float = 30.0,

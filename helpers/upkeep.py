@@ -33,6 +33,7 @@ from nbclient.util import run_sync
 from nbformat import NotebookNode
 
 from . import project
+from .timing import BusyMachineWarning, NoisyTimingWarning
 from .widgets import SNAPSHOT, STATIC_ENV
 
 #: The repository root; main() works on the notebooks and README.md under it.
@@ -401,7 +402,8 @@ def _start_drawing() -> Callable[[], None]:
 
 
 def execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
-    """Sync, then re-execute `chapters` in order and store their outputs; a failing notebook is left unchanged."""
+    """Sync, then re-execute `chapters` in order and store their outputs; a notebook that fails, or whose timings
+    another program disturbed in every one of RUNS runs, is left unchanged."""
     ok = _sync_readme(root)[0]
     try:
         return _execute(chapters, root, ok)
@@ -409,31 +411,30 @@ def execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
         _DRAWING.pop("stop", lambda: None)()
 
 
-#: How many times execute runs a chapter whose timings came out noisy (a NoisyTimingWarning in its outputs): a
+#: How many times execute runs a chapter whose timings came out disturbed (see noisy_timings) before it gives up: a
 #: busy moment spoils one run, and stored outputs must come from a quiet one.
 RUNS = 3
+#: The warnings that say another program disturbed a timing: no stored notebook may carry one.
+DISTURBED = (NoisyTimingWarning.__name__, BusyMachineWarning.__name__)
 
 
-def noisy_timings(nb: NotebookNode) -> int:
-    """How many outputs of `nb` carry a NoisyTimingWarning: timings that another program disturbed."""
-    return sum("NoisyTimingWarning" in str(output.get("text", "")) for cell in nb.cells
-               for output in cell.get("outputs", []))
+def noisy_timings(nb: NotebookNode) -> list[int]:
+    """The index of the cell of each output of `nb` that carries a NoisyTimingWarning or a BusyMachineWarning:
+    timings that another program disturbed."""
+    return [index for index, cell in enumerate(nb.cells) for output in cell.get("outputs", [])
+            if any(name in str(output.get("text", "")) for name in DISTURBED)]
 
 
-def _quietest_run(path: Path, number: int, chapter: project.Chapter, root: Path) -> tuple[NotebookNode, int]:
-    """The chapter run top to bottom, up to RUNS times until no timing is noisy: the quietest run, and how many
-    of its timings were noisy."""
-    def run() -> tuple[NotebookNode, int]:
+def _quiet_run(path: Path, number: int, chapter: project.Chapter, root: Path) -> tuple[NotebookNode, list[int]]:
+    """The chapter run top to bottom, again until no timing is disturbed, RUNS times at most: the last run, and
+    the cells of its disturbed timings (none when it was quiet)."""
+    for _ in range(RUNS):
         done = run_notebook(synced(_read(path)[1], number, chapter), root / "notebooks",
                             kernel=kernel_spec(sys.executable, env={STATIC_ENV: "1"}))
-        return done, noisy_timings(done)
-
-    best = run()
-    for _ in range(RUNS - 1):
-        if not best[1]:
+        noisy = noisy_timings(done)
+        if not noisy:
             break
-        best = min(best, run(), key=lambda found: found[1])
-    return best
+    return done, noisy
 
 
 def _execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path, ok: bool) -> int:
@@ -445,15 +446,17 @@ def _execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path, ok: bo
             continue
         start = time.perf_counter()
         try:
-            done, noisy = _quietest_run(path, number, chapter, root)
+            done, noisy = _quiet_run(path, number, chapter, root)
         except (CellFailed, ValueError) as exc:  # ValueError: the file is not a notebook
             print(f"notebooks/{chapter.file}: {exc}; file left unchanged")
             ok = False
             continue
         if noisy:
-            print(f"notebooks/{chapter.file}: {noisy} timing(s) still noisy after {RUNS} runs (stored the quietest "
-                  "run): re-execute on a quieter machine")
+            print(f"notebooks/{chapter.file}: timings disturbed by another program in each of {RUNS} runs (the "
+                  f"last: {' or '.join(DISTURBED)} in cells {sorted(set(noisy))}); file left unchanged: re-execute "
+                  "it when the machine is quiet (close other programs, wait for other jobs)")
             ok = False
+            continue
         try:
             images = add_static_images(done)
         except StaticImagesUnavailable as exc:

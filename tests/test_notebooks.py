@@ -611,8 +611,43 @@ def test_execute_runs_a_noisy_chapter_again_and_stores_a_quiet_run(
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(noisy_once)]), path)
     assert upkeep.main(["execute", FILES[0]]) == 0
     assert counter.read_text() == "xx"
-    assert upkeep.noisy_timings(nbformat.read(path, as_version=4)) == 0
+    assert upkeep.noisy_timings(nbformat.read(path, as_version=4)) == []
+
+
+@pytest.mark.parametrize("warning", ["NoisyTimingWarning", "BusyMachineWarning"])
+def test_execute_never_stores_a_disturbed_timing(
+        tmp_repo: Path, capsys: pytest.CaptureFixture[str], warning: str) -> None:
+    """Disturbed in every run: the file stays as it was, and the exit status and message say what to do."""
+    path = tmp_repo / "notebooks" / FILES[0]
+    counter = tmp_repo / "runs.txt"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import warnings\nimport helpers as h\nwarnings.warn('spread over 99%', h.NoisyTimingWarning)")]), path)
+        f"from pathlib import Path\nimport warnings\nimport helpers as h\nrun = Path({str(counter)!r})\n"
+        "run.write_text(run.read_text() + 'x' if run.exists() else 'x')\n"
+        f"warnings.warn('another program', h.{warning})")]), path)
+    before = path.read_bytes()
     assert upkeep.main(["execute", FILES[0]]) == 1
-    assert f"still noisy after {upkeep.RUNS} runs" in capsys.readouterr().out
+    assert counter.read_text() == "x" * upkeep.RUNS
+    assert path.read_bytes() == before
+    said = capsys.readouterr().out
+    assert f"notebooks/{FILES[0]}: timings disturbed by another program in each of {upkeep.RUNS} runs" in said
+    assert "in cells [2]" in said and "file left unchanged: re-execute it when the machine is quiet" in said
+
+
+def test_noisy_timings_finds_each_disturbed_timing_by_its_warning() -> None:
+    def printed(text: str) -> NotebookNode:
+        return nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", name="stderr", text=text)])
+
+    nb = nbformat.v4.new_notebook(cells=[
+        printed("<cell>:3: NoisyTimingWarning: t: the middle half of the samples spread over 40%\n"),
+        nbformat.v4.new_markdown_cell("NoisyTimingWarning in prose is no timing"),
+        printed("<cell>:1: BusyMachineWarning: matmul 512: 11 GFLOP/s for a float32 matrix product\n"),
+        printed("<cell>:1: UserWarning: something else\n")])
+    assert upkeep.noisy_timings(nb) == [0, 2]
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_stored_timings_come_from_a_quiet_machine(file: str) -> None:
+    """No stored output says another program disturbed a timing: a learner would read a busy machine's numbers."""
+    noisy = upkeep.noisy_timings(_stored(file))
+    assert not noisy, (f"{' or '.join(upkeep.DISTURBED)} stored in cells {sorted(set(noisy))}: {EXECUTE} on a quiet "
+                       "machine")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import operator
 import re
 import time
 import warnings
@@ -724,3 +726,134 @@ def test_spread_shown_silences_only_the_noise_warning_inside_it(clock, fake_roof
         assert not any(issubclass(w.category, NoisyTimingWarning) for w in caught)
         benchmark(scripted(clock, list(noisy)), budget=1.0, min_repeats=5, clock=clock)
         assert any(issubclass(w.category, NoisyTimingWarning) for w in caught)  # outside it, the warning is back
+
+
+# --- a steady timing far below this machine's own calibration ------------------------------------------------
+
+#: The case from a busy 2-core VM: a 512 float32 matmul at 11 GFLOP/s, one core calibrated at 135 GFLOP/s.
+BUSY_N, BUSY_RATE, ONE_CORE = 512, 11e9, 135e9
+
+
+def _clock_for(durations):
+    """A clock under which the calls benchmark times take `durations` seconds in turn, then the last one again and
+    again (benchmark reads the clock before and after each timed call): real work, at a speed the test chooses."""
+    steps = itertools.chain(durations, itertools.repeat(durations[-1]))
+    state = {"now": 0.0, "reads": 0}
+
+    def clock() -> float:
+        if state["reads"] % 2:  # the end of a timed call
+            state["now"] += next(steps)
+        state["reads"] += 1
+        return state["now"]
+    return clock
+
+
+def _matmul_inputs(shape_a=(BUSY_N, BUSY_N), shape_b=(BUSY_N, BUSY_N), dtype="float32"):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal(shape_a, dtype=dtype), rng.standard_normal(shape_b, dtype=dtype)
+
+
+def _at_rate(rate, flops=2 * BUSY_N**3):
+    """Every timed call takes flops / rate seconds: steady samples."""
+    return _clock_for([flops / rate])
+
+
+@pytest.fixture
+def calibrated(monkeypatch, fake_roof):
+    """This process calibrated one core at ONE_CORE FLOP/s and has not warned of a busy machine yet."""
+    monkeypatch.setattr(timing, "calibrated_blas_flops", lambda: ONE_CORE)
+    monkeypatch.setattr(timing, "_busy_warned", False)
+
+
+def _busy_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, timing.BusyMachineWarning)]
+
+
+@pytest.mark.parametrize("fn", [np.matmul, np.dot, workloads.matmul, operator.matmul],
+                         ids=["np.matmul", "np.dot", "workloads.matmul", "operator.matmul"])
+def test_a_steady_matmul_far_below_one_cores_calibration_warns_that_the_machine_is_busy(calibrated, fn):
+    a, b = _matmul_inputs()
+    with pytest.warns(timing.BusyMachineWarning) as caught:
+        t = benchmark(fn, a, b, label="matmul 512", budget=0.1, clock=_at_rate(BUSY_RATE))
+    assert not t.noisy and t.busy and t.median == pytest.approx(2 * BUSY_N**3 / BUSY_RATE)
+    message = _busy_warnings(caught)[0]
+    assert message.startswith("matmul 512: 11 GFLOP/s for a float32 matrix product, 8% of the 135 GFLOP/s ONE core")
+    assert re.search(r"another program .* more BLAS threads \(\d+ now\) than free cores", message)
+    assert "h.threads.limit_blas_threads(k)" in message
+    assert "busy" in str(t) and "busy" in t._repr_html_()
+
+
+def test_the_busy_warning_is_shown_once_per_process_and_later_slow_timings_are_marked(calibrated):
+    a, b = _matmul_inputs()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = benchmark(np.matmul, a, b, budget=0.1, clock=_at_rate(BUSY_RATE))
+        second = benchmark(np.matmul, a, b, budget=0.1, clock=_at_rate(BUSY_RATE / 2))
+    assert len(_busy_warnings(caught)) == 1
+    assert first.busy and second.busy and "busy" in second.caveat()
+
+
+def test_a_matmul_near_one_cores_calibration_is_not_busy(calibrated):
+    a, b = _matmul_inputs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", timing.BusyMachineWarning)
+        t = benchmark(np.matmul, a, b, budget=0.1, clock=_at_rate(timing.BUSY_SHARE * ONE_CORE * 1.01))
+    assert not t.busy and "busy" not in str(t)
+
+
+@pytest.mark.parametrize(("fn", "inputs"), [
+    (lambda a, b: np.einsum("ij,jk->ik", a, b, optimize=False), _matmul_inputs()),  # the same sums, without BLAS
+    (np.matmul, _matmul_inputs(dtype="float64")),  # another dtype than the calibration's
+    (np.matmul, _matmul_inputs((128, 128), (128, 128))),  # too small to be compute bound
+    (np.matmul, _matmul_inputs((BUSY_N, 64), (64, BUSY_N))),  # a thin product: memory bound
+], ids=["einsum", "float64", "n=128", "thin"])
+def test_only_the_calibrated_work_is_judged_by_the_calibration(calibrated, fn, inputs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", timing.BusyMachineWarning)
+        t = benchmark(fn, *inputs, budget=0.1, clock=_at_rate(BUSY_RATE / 10))  # slower than the busy case
+    assert not t.busy
+
+
+def test_a_noisy_slow_matmul_gets_the_noise_warning_only(calibrated):
+    a, b = _matmul_inputs()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = benchmark(np.matmul, a, b, budget=1.0, clock=_clock_for([1.0, 0.3, 0.1, 0.2, 0.3, 0.4, 0.5]))
+    assert t.noisy and not t.busy
+    assert not _busy_warnings(caught) and any(issubclass(w.category, NoisyTimingWarning) for w in caught)
+
+
+def test_spread_shown_does_not_hide_a_busy_machine(calibrated):
+    """A steady slow timing has tight error bars: a plot of its spread would not show that the machine was busy."""
+    a, b = _matmul_inputs()
+    with pytest.warns(timing.BusyMachineWarning), timing.spread_shown():
+        benchmark(np.matmul, a, b, budget=0.1, clock=_at_rate(BUSY_RATE))
+
+
+def test_without_a_calibration_in_this_process_nothing_is_judged_or_calibrated(monkeypatch, fake_roof, fake_cpu):
+    """benchmark reads the calibration cpu_info made, and makes none: cpu_info not yet run means no verdict."""
+    from functools import lru_cache
+
+    from helpers import cpu
+
+    detections = []
+    fake = dataclasses.replace(fake_cpu, blas_fp32_this_run=ONE_CORE)
+    monkeypatch.setattr(cpu, "cpu_info", lru_cache(maxsize=1)(lambda: detections.append(1) or fake))
+    monkeypatch.setattr(timing, "_busy_warned", False)
+    a, b = _matmul_inputs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", timing.BusyMachineWarning)
+        t = benchmark(np.matmul, a, b, budget=0.1, clock=_at_rate(BUSY_RATE))
+    assert not t.busy and detections == [] and cpu.calibrated_blas_flops() is None
+    assert cpu.cpu_info() is fake and cpu.calibrated_blas_flops() == ONE_CORE
+    with pytest.warns(timing.BusyMachineWarning):
+        assert benchmark(np.matmul, a, b, budget=0.1, clock=_at_rate(BUSY_RATE)).busy
+
+
+def test_the_calibration_this_process_made_is_one_cores_rate_in_this_run():
+    from helpers import cpu
+
+    info = cpu.cpu_info()
+    assert cpu.calibrated_blas_flops() == info.blas_fp32_this_run
+    assert 0 < info.blas_fp32_this_run <= float(info.blas_fp32_per_core.value)  # the best kept may be an earlier run's
+    assert f"{info.blas_fp32_this_run / 1e9:,.1f} GFLOP/s this run" in info.blas_fp32_per_core.source
