@@ -82,7 +82,7 @@ TERMS: tuple[Term, ...] = (
     # Number formats
     Term("float32", (r"\bfloat32\b", r"\bFP32\b"), "A 32-bit floating-point number: about 7 significant decimal "
          "digits. The series' default."),
-    Term("bfloat16", (r"\bbf16\b", r"\bbfloat16\b"), "A 16-bit float with float32's range but only about 3 "
+    Term("bfloat16", (r"\bbf16\b", r"\bbfloat16\b"), "A 16-bit float with float32's range but only 2 to 3 "
          "significant digits: what a TPU's MXU multiplies."),
     Term("TF32", (r"\bTF32\b",), "TensorFloat-32: float32's range with 10 bits of mantissa (about 3 digits), what "
          "NVIDIA tensor cores use for a float32 product since the A100."),
