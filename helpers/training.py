@@ -10,6 +10,7 @@ model, for each way of running the step: CuPy (every traced array operation is o
     run = h.training.train(tr, data, params, order)    # losses per step, test accuracy, final weights
     t = h.training.time_epoch(tr, data, params, order[0])   # a Timing of one epoch
     h.training.predict_epoch("NVIDIA T4", batch=32, hidden=64, steps=42, kind="jax")   # helpers.roofline
+    h.training.keras_cpu_vs_accelerator(data, params, order[0], 0.2, prediction)   # the same Keras on both
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import mlp, roofline, specs
-from .backend import array_module, backends, check_name, to_backend, to_numpy
+from .backend import array_module, backends, check_name, to_backend, to_numpy, where
 from .timing import Timing, benchmark, crossover, format_seconds, spread_shown
 from .validate import finite, positive_int
 
@@ -232,7 +233,7 @@ def time_epoch(tr: Trainer, data: mlp.Digits, params: mlp.Params, idx: Any, budg
                        flops=steps * work.flops, bytes=steps * work.bytes, n=batch, label=label or tr.label,
                        budget=budget, min_repeats=min_repeats,
                        max_time=COMPILE_SECONDS if tr.backend == "jax" else NO_COMPILE_SECONDS)
-    timing.extra.update(samples=steps * batch, steps=steps, hidden=hidden)
+    timing.extra.update(samples=steps * batch, steps=steps, hidden=hidden, where=where(x))  # where the data lived
     return timing
 
 
@@ -603,6 +604,98 @@ def epoch_workload(batch: int, hidden: int, steps: int, n_in: int = 64, n_out: i
                 kernels=xla_kernels(batch, n_in, hidden, n_out).total, call="jax", matmul=True, timed="pipelined")
 
 
+# ------------------------------------------------------------------- Keras on the host CPU and on the accelerator
+
+
+def accelerator(devices: Sequence[Any] | None = None) -> Any | None:
+    """The first GPU or TPU among JAX's `devices` (None: jax.devices()), or None when all are CPUs."""
+    if devices is None:
+        import jax
+
+        devices = jax.devices()
+    return next((d for d in devices if d.platform != "cpu"), None)
+
+
+def _faster(speedup: float) -> str:
+    """'2.31x faster' or '1.52x slower': a speed-up in words, read from the number."""
+    return f"{speedup:,.2f}x faster" if speedup >= 1 else f"{1 / speedup:,.2f}x slower"
+
+
+@dataclass(frozen=True)
+class KerasOnDevices:
+    """The same Keras model's epoch on the host CPU and on the accelerator, both measured in one run; without an
+    accelerator, the CPU's measured epoch beside the accelerator's predicted one (h.roofline)."""
+
+    cpu: Timing  # measured on the host CPU (JAX's CPU device)
+    accelerator: Timing | None  # measured on the GPU or TPU; None when there is none here
+    prediction: Prediction | None = None  # the reference accelerator's epoch, used only when none is here
+
+    def __post_init__(self) -> None:
+        if self.accelerator is None and self.prediction is None:
+            raise ValueError("KerasOnDevices needs the accelerator's measured epoch or, without one, a prediction")
+
+    @property
+    def measured(self) -> bool:
+        """True when both epochs were measured here (an accelerator is present)."""
+        return self.accelerator is not None
+
+    @property
+    def speedup(self) -> float:
+        """The accelerator's speed-up over the host CPU: CPU seconds per epoch / accelerator seconds per epoch."""
+        other = self.accelerator.median if self.accelerator is not None else self.prediction.seconds
+        return self.cpu.median / other
+
+    def __str__(self) -> str:
+        cpu_where = self.cpu.extra.get("where", "this CPU")
+        cpu = f"{cpu_where}: {format_seconds(self.cpu.median)} per epoch (measured in this run)"
+        if self.accelerator is not None:
+            where_acc = self.accelerator.extra.get("where", self.accelerator.label)
+            return (f"Keras, the same model and batches on each device:\n  {cpu}\n  {where_acc}: "
+                    f"{format_seconds(self.accelerator.median)} per epoch (measured in this run)\n"
+                    f"speed-up of {where_acc} over {cpu_where}, from these two measurements: {self.speedup:,.2f}x "
+                    f"({_faster(self.speedup)})")
+        p = self.prediction
+        return (f"Keras, the same model and batches:\n  {cpu}\n  no GPU or TPU here: {p.label}: "
+                f"{format_seconds(p.seconds)} per epoch\n    source: h.roofline's model through "
+                f"h.training.predict_epoch, from the {p.device}'s published specs and Keras's host time per step "
+                f"measured here\nPREDICTED speed-up of the {p.device} over {cpu_where}: {self.speedup:,.2f}x "
+                f"({_faster(self.speedup)}, by the prediction)")
+
+
+def keras_cpu_vs_accelerator(data: mlp.Digits, params: mlp.Params, idx: Any, lr: float, prediction: Prediction,
+                             devices: Sequence[Any] | None = None, place: Callable[[Any], Any] | None = None,
+                             timer: Callable[..., Timing] = time_epoch) -> KerasOnDevices:
+    """Time one epoch of the same Keras model on the host CPU and, when there is one, on the accelerator.
+
+    Each is timed by `timer` (time_epoch) inside `place(device)` (jax.default_device): Keras 3 on JAX makes its
+    weights and takes its data on JAX's default device, and runs every step where they are, so both the model and
+    the batches are made on that device. Without an accelerator, `prediction` (predict_epoch, kind "keras") stands
+    beside the CPU's epoch, labelled. devices: JAX's devices (None: jax.devices(), then jax.devices("cpu")).
+    """
+    import jax
+
+    found = list(jax.devices()) + list(jax.devices("cpu")) if devices is None else list(devices)
+    cpu = next((d for d in found if d.platform == "cpu"), None)
+    if cpu is None:
+        raise ValueError(f"no CPU among the devices given: {found}")
+    place = place or jax.default_device
+    fast = accelerator(found)
+
+    def epoch_on(device: Any, name: str) -> Timing:
+        with place(device):  # the Keras model, its weights and the batches are made on `device`; the steps run there
+            return timer(trainer("keras", lr), data, params, idx, label=f"Keras on {name}")
+
+    on_cpu = epoch_on(cpu, "the host CPU")
+    if on_cpu.extra.get("where") != "this CPU":
+        raise RuntimeError(f"Keras's epoch meant for the host CPU ran with its data on {on_cpu.extra.get('where')}")
+    if fast is None:
+        return KerasOnDevices(on_cpu, None, prediction)
+    on_fast = epoch_on(fast, "the accelerator")
+    if on_fast.extra.get("where") == "this CPU":
+        raise RuntimeError(f"Keras's epoch meant for {fast} ran with its data on the host CPU")
+    return KerasOnDevices(on_cpu, on_fast)
+
+
 # ------------------------------------------------------------------------------------------------------ sweeps
 
 
@@ -797,7 +890,7 @@ def summary_table(rows: Sequence[Row]) -> Any:
     return _markdown("\n".join(lines))
 
 
-__all__ = ["KINDS", "NOT_KERNELS", "PREDICTED", "Kernel", "KernelCount", "Prediction", "Row", "Run", "StepWork",
-           "Sweep", "Trainer", "accuracy", "device_name", "fused_bytes", "loss_figure", "predict_epoch",
-           "samples_per_second", "summary_table", "sweep", "sweep_figure", "sweep_report", "time_epoch", "trace_step",
-           "train", "trainer", "xla_kernels"]
+__all__ = ["KINDS", "NOT_KERNELS", "PREDICTED", "KerasOnDevices", "Kernel", "KernelCount", "Prediction", "Row", "Run",
+           "StepWork", "Sweep", "Trainer", "accelerator", "accuracy", "device_name", "fused_bytes",
+           "keras_cpu_vs_accelerator", "loss_figure", "predict_epoch", "samples_per_second", "summary_table", "sweep",
+           "sweep_figure", "sweep_report", "time_epoch", "trace_step", "train", "trainer", "xla_kernels"]

@@ -69,3 +69,38 @@ def test_chapter_03_reads_cupys_profiler_as_cupy_times_it() -> None:
     assert "GPU time is far below the CPU time" not in text
     assert "never much below the CPU time" in text
     assert "A GPU time close to the CPU time means the launches are the bottleneck" in text
+
+
+def test_chapter_05_times_keras_on_the_host_cpu_and_on_the_accelerator_each_where_it_says() -> None:
+    """The chapter's Keras cell on a stand-in GPU runtime: JAX's default device is a second CPU device, which the
+    helper takes for the accelerator. The model built for 'the host CPU' must train on jax.devices('cpu')[0], the
+    other on the default device, and the speed-up printed must be the CPU's median over the accelerator's."""
+    cell = _cell("05_training.ipynb", "h.training.keras_cpu_vs_accelerator(")
+    program = "\n".join([
+        "import os, json",
+        "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=2'",
+        "import jax, numpy as np",
+        "import helpers as h",
+        "host, standin = jax.devices()",
+        "jax.config.update('jax_default_device', standin)  # the stand-in for a GPU runtime's default",
+        "h.set_timing_budget(0.01)",
+        "h.training.accelerator = lambda devices: standin  # it is a CPU device: say it is the accelerator",
+        "h.training.where = lambda x: 'this CPU' if {d.id for d in x.devices()} == {0} else 'stand-in GPU 1'",
+        "models, build = [], h.mlp.keras_model",
+        "h.mlp.keras_model = lambda *args: models.append(build(*args)) or models[-1]",
+        "data = h.mlp.load_digits_split()",
+        "params, order, LR = h.mlp.init_params(), h.mlp.batch_order(1347, 256, 1), 0.2",
+        "predicted = {'keras': h.training.predict_epoch('NVIDIA T4', 256, 64, 5, kind='keras', host_seconds=1e-4)}",
+        cell,
+        "placed = [sorted({d.id for w in m.weights for d in w.value.devices()}) for m in models]",
+        "k = keras_devices",
+        "print(json.dumps({'placed': placed, 'text': str(k), 'speedup': k.speedup,",
+        "                  'ratio': k.cpu.median / k.accelerator.median}))",
+    ])
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    facts = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert facts["placed"] == [[0], [1]], "Keras on the host CPU must train on device 0, then on the accelerator"
+    assert "predict" not in facts["text"].lower(), "an accelerator is here: both epochs measured, none predicted"
+    assert "  this CPU: " in facts["text"] and "  stand-in GPU 1: " in facts["text"]
+    assert facts["speedup"] == facts["ratio"]

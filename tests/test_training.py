@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from conftest import without_gpu
 
 from helpers import backend, mlp, roofline, specs, training
 from helpers.hardware import Peak
-from helpers.timing import Timing
+from helpers.timing import Timing, format_seconds
 
 
 @pytest.fixture(scope="module")
@@ -340,3 +344,105 @@ def test_one_epoch_gets_one_prediction_in_chapter_05_and_chapter_06(device: str)
     estimate = next(e for e in decision.estimates if e.device == device)
     assert estimate.seconds == pytest.approx(training.predict_epoch(device, 32, 64, steps, kind="jax").seconds,
                                              rel=1e-9)
+
+
+# ------------------------------------------------------------------- Keras on the host CPU and on the accelerator
+
+
+def _device(platform: str, id: int = 0) -> object:
+    """A stand-in for a JAX device: what accelerator() and keras_cpu_vs_accelerator read of one."""
+    return SimpleNamespace(platform=platform, id=id, device_kind={"cpu": "cpu", "gpu": "Tesla T4"}.get(platform, "TPU"))
+
+
+class _Placed:
+    """A stand-in for jax.default_device: records which device is in force, so the fake timer can read it."""
+
+    def __init__(self) -> None:
+        self.current: object | None = None
+
+    @contextlib.contextmanager
+    def __call__(self, device: object) -> Iterator[None]:
+        self.current = device
+        try:
+            yield
+        finally:
+            self.current = None
+
+
+def _fake_epochs(placed: _Placed, seconds: dict[str, float], calls: list[tuple[str, str]]) -> Callable[..., Timing]:
+    """A timer in time_epoch's place: an epoch of `seconds[platform]` where the device in force lives."""
+
+    def timer(tr: training.Trainer, data: mlp.Digits, params: mlp.Params, idx: np.ndarray, label: str) -> Timing:
+        assert tr.kind == "keras" and idx.shape == (5, 64)
+        device = placed.current
+        assert device is not None, "an epoch was timed outside jax.default_device"
+        calls.append((device.platform, label))
+        where = "this CPU" if device.platform == "cpu" else f"{device.platform.upper()} 0 ({device.device_kind})"
+        t = _fake_timing(seconds[device.platform], label)
+        t.extra["where"] = where
+        return t
+
+    return timer
+
+
+def test_accelerator_is_the_first_gpu_or_tpu_among_the_devices() -> None:
+    assert training.accelerator([_device("cpu"), _device("cpu", 1)]) is None
+    gpu0, gpu1 = _device("gpu"), _device("gpu", 1)
+    assert training.accelerator([_device("cpu"), gpu0, gpu1]) is gpu0
+    tpu = _device("tpu")
+    assert training.accelerator([tpu, _device("cpu")]) is tpu
+    assert training.accelerator() is None, "this machine's JAX has no accelerator"
+
+
+@pytest.mark.parametrize(("gpu_seconds", "words"), [(0.5, "4.00x faster"), (4.0, "2.00x slower")])
+def test_keras_on_an_accelerator_compares_the_two_measured_epochs(data: mlp.Digits, small_order: np.ndarray,
+                                                                  gpu_seconds: float, words: str) -> None:
+    placed, calls = _Placed(), []
+    prediction = training.predict_epoch("NVIDIA T4", 64, 64, 5, kind="keras", host_seconds=1e-4)
+    found = training.keras_cpu_vs_accelerator(data, mlp.init_params(), small_order[0], 0.2, prediction,
+                                              devices=[_device("gpu"), _device("cpu")], place=placed,
+                                              timer=_fake_epochs(placed, {"cpu": 2.0, "gpu": gpu_seconds}, calls))
+    assert calls == [("cpu", "Keras on the host CPU"), ("gpu", "Keras on the accelerator")]
+    assert found.measured and found.cpu.median == 2.0 and found.accelerator.median == gpu_seconds
+    assert found.speedup == pytest.approx(2.0 / gpu_seconds), "CPU seconds over the accelerator's, not the reverse"
+    text = str(found)
+    assert "predict" not in text.lower(), "an accelerator is here: both epochs are measured, nothing predicted"
+    assert "  this CPU: 2 s per epoch (measured in this run)" in text
+    assert f"  GPU 0 (Tesla T4): {format_seconds(gpu_seconds)} per epoch (measured in this run)" in text
+    assert text.endswith(f"over this CPU, from these two measurements: {2.0 / gpu_seconds:.2f}x ({words})")
+
+
+def test_keras_without_an_accelerator_stands_its_cpu_epoch_beside_the_labelled_prediction(
+        data: mlp.Digits, small_order: np.ndarray) -> None:
+    placed, calls = _Placed(), []
+    prediction = training.predict_epoch("NVIDIA T4", 64, 64, 5, kind="keras", host_seconds=1e-4)
+    found = training.keras_cpu_vs_accelerator(data, mlp.init_params(), small_order[0], 0.2, prediction,
+                                              devices=[_device("cpu"), _device("cpu", 1)], place=placed,
+                                              timer=_fake_epochs(placed, {"cpu": 0.01}, calls))
+    assert calls == [("cpu", "Keras on the host CPU")], "no accelerator: only the CPU is timed"
+    assert not found.measured and found.accelerator is None
+    assert found.speedup == pytest.approx(0.01 / prediction.seconds)
+    text = str(found)
+    assert "no GPU or TPU here: Keras on the NVIDIA T4 (prediction): " in text
+    assert "source: h.roofline's model through h.training.predict_epoch" in text
+    assert f"PREDICTED speed-up of the NVIDIA T4 over this CPU: {0.01 / prediction.seconds:,.2f}x" in text
+    with pytest.raises(ValueError, match="needs the accelerator's measured epoch or, without one, a prediction"):
+        training.KerasOnDevices(found.cpu, None, None)
+
+
+def test_keras_refuses_a_cpu_epoch_whose_data_was_not_on_the_cpu(data: mlp.Digits, small_order: np.ndarray) -> None:
+    """If the device in force were ignored (the model and data made on the GPU), the CPU's row would be the GPU's."""
+    ignored = _Placed()
+    timer = _fake_epochs(ignored, {"gpu": 1.0}, [])
+    with ignored(_device("gpu")), pytest.raises(RuntimeError, match="meant for the host CPU ran with its data on GPU"):
+        training.keras_cpu_vs_accelerator(data, mlp.init_params(), small_order[0], 0.2, None,
+                                          devices=[_device("gpu"), _device("cpu")],
+                                          place=lambda device: contextlib.nullcontext(), timer=timer)
+    with pytest.raises(ValueError, match="no CPU among the devices"):
+        training.keras_cpu_vs_accelerator(data, mlp.init_params(), small_order[0], 0.2, None,
+                                          devices=[_device("gpu")])
+
+
+def test_time_epoch_says_where_its_data_lived(data: mlp.Digits, small_order: np.ndarray) -> None:
+    t = training.time_epoch(training.trainer("jax", 0.1), data, mlp.init_params(), small_order[0], budget=0.01)
+    assert t.extra["where"] == "this CPU"
