@@ -57,6 +57,8 @@ TERMS: tuple[Term, ...] = (
          "peak FLOP/s and moving its bytes at the memory bandwidth."),
     Term("arithmetic intensity", (r"(?i)\barithmetic intensity",), "FLOPs done per byte moved to or from memory. "
          "Low intensity: memory-bound. High intensity: compute-bound."),
+    Term("ridge point", (r"(?i)\bridge\b",), "Where a roofline's two roofs meet: the arithmetic intensity (peak "
+         "FLOP/s over bandwidth) above which a program is compute-bound."),
     Term("memory-bound", (r"(?i)\b(?:memory|compute)[- ]bound",), "Limited by moving bytes (memory-bound) or by "
          "doing arithmetic (compute-bound): whichever of the two takes longer sets the time."),
     Term("bandwidth", (r"(?i)\bbandwidth",), "How many bytes a second a memory or a link can deliver (GB/s)."),
@@ -99,6 +101,8 @@ TERMS: tuple[Term, ...] = (
          "its grid and its arguments. A fixed cost of microseconds, paid every call."),
     Term("jit", (r"\bjit(?:ted|ting)?\b", r"(?i)just-in-time"), "Just-in-time compilation: JAX traces a Python "
          "function the first time it is called and compiles it to machine code for the device.", code=True),
+    Term("softmax", (r"(?i)\bsoftmax",), "Turns a list of scores into probabilities: exponentiate each, divide by "
+         "their sum."),
     Term("XLA", (r"\bXLA\b",), "The compiler JAX (and TensorFlow) hands a traced function to; it fuses operations "
          "and writes the kernels for CPU, GPU or TPU."),
     Term("dispatch", (r"(?i)\bdispatch",), "The fixed work a library does per call before any arithmetic: check the "
@@ -108,6 +112,7 @@ TERMS: tuple[Term, ...] = (
     # The GPU
     Term("CUDA", (r"\bCUDA\b",), "NVIDIA's platform for GPU programs: CUDA C is C++ with a few keywords for "
          "kernels and threads."),
+    Term("cuBLAS", (r"\bcuBLAS\b",), "NVIDIA's BLAS for its GPUs: what CuPy calls for a matrix product."),
     Term("NVRTC", (r"\bNVRTC\b",), "NVIDIA's runtime compiler: turns CUDA C source into GPU code from a running "
          "program, no GPU needed to compile."),
     Term("compute capability", (r"\bsm_\d+", r"(?i)compute capability"), "A GPU generation's version number, "
@@ -155,6 +160,12 @@ TERMS: tuple[Term, ...] = (
     Term("sharding", (r"(?i)\bshard(?:s|ed|ing)?\b",), "Splitting an array across several devices, each holding "
          "and computing on its own piece."),
     # Training and choosing
+    Term("ReLU", (r"\bReLU\b",), "Rectified linear unit: a layer's activation that sets negative values to zero "
+         "and keeps positive ones."),
+    Term("loss", (r"\bloss(?:es)?\b", r"(?i)cross-entropy"), "The number training lowers: how wrong the network's "
+         "answers are (softmax cross-entropy: minus the log of the probability it gives the right class)."),
+    Term("learning rate", (r"(?i)learning rate",), "The step size of SGD: each weight moves by it times its "
+         "gradient."),
     Term("epoch", (r"(?i)\bepochs?\b",), "One pass of training over every example of the training set."),
     Term("batch", (r"(?i)\bbatch(?:es)?\b", r"(?i)\bmini-batch"), "The examples one training step (or one "
          "inference call) works on together."),
@@ -162,6 +173,12 @@ TERMS: tuple[Term, ...] = (
          "weights against it."),
     Term("SGD", (r"\bSGD\b", r"(?i)stochastic gradient descent"), "Stochastic gradient descent: after each batch, "
          "every weight -= learning rate x its gradient."),
+    Term("mixed precision", (r"(?i)mixed precision",), "Matrix products in bfloat16 (or float16), weights and "
+         "loss kept in float32."),
+    Term("latency", (r"(?i)\blatency",), "How long one request waits for its answer, as opposed to throughput: "
+         "how many answers a second."),
+    Term("throughput", (r"(?i)\bthroughput",), "How much work a second gets done (samples/s, GFLOP/s), however "
+         "long each piece waits."),
     Term("inference", (r"(?i)\binference\b",), "Using a trained model: a forward pass, no gradients."),
     Term("token", (r"(?i)\btokens?\b",), "A piece of text a language model reads or writes (a word or part of "
          "one); it writes one token at a time, each depending on the ones before."),
