@@ -40,9 +40,10 @@ class Term:
         return re.sub(r"[^\w\- ]", "", self.name.lower()).replace(" ", "-")  # as GitHub makes a heading's
 
     def pattern(self) -> re.Pattern[str]:
-        """One regex matching any of the term's forms (a form's leading (?i) applies to that form alone)."""
-        return re.compile("|".join(f"(?i:{form[4:]})" if form.startswith("(?i)") else f"(?:{form})"
-                                   for form in self.forms))
+        """One regex matching any of the term's forms (a form's leading (?i) applies to that form alone; a space
+        matches any run of white space, a line break included)."""
+        forms = [form.replace(" ", r"\s+") for form in self.forms]
+        return re.compile("|".join(f"(?i:{form[4:]})" if form.startswith("(?i)") else f"(?:{form})" for form in forms))
 
 
 TERMS: tuple[Term, ...] = (
@@ -59,7 +60,7 @@ TERMS: tuple[Term, ...] = (
          "Low intensity: memory-bound. High intensity: compute-bound."),
     Term("ridge point", (r"(?i)\bridge\b",), "Where a roofline's two roofs meet: the arithmetic intensity (peak "
          "FLOP/s over bandwidth) above which a program is compute-bound."),
-    Term("memory-bound", (r"(?i)\b(?:memory|compute)[- ]bound",), "Limited by moving bytes (memory-bound) or by "
+    Term("memory-bound", (r"(?i)\b(?:memory|compute)[-\s]bound",), "Limited by moving bytes (memory-bound) or by "
          "doing arithmetic (compute-bound): whichever of the two takes longer sets the time."),
     Term("bandwidth", (r"(?i)\bbandwidth",), "How many bytes a second a memory or a link can deliver (GB/s)."),
     # The CPU
@@ -71,6 +72,8 @@ TERMS: tuple[Term, ...] = (
          "counted as 2 FLOPs."),
     Term("AVX2, AVX-512", (r"\bAVX(?:2|-512)",), "x86 CPUs' vector instruction sets: AVX2 works on 256 bits (8 "
          "float32 lanes), AVX-512 on 512 bits (16 lanes)."),
+    Term("page fault", (r"(?i)\bpage faults?",), "The first touch of a fresh page of memory: the program stops while "
+         "the operating system supplies a zeroed page."),
     Term("cache", (r"(?i)\bcaches?\b",), "A small, fast memory on the chip that keeps recently used data close to the "
          "cores, so a second use does not wait for main memory."),
     Term("register", (r"(?i)\bregisters?\b",), "The few values a core holds right at its arithmetic units; a "
@@ -84,6 +87,8 @@ TERMS: tuple[Term, ...] = (
     # Number formats
     Term("float32", (r"\bfloat32\b", r"\bFP32\b"), "A 32-bit floating-point number: about 7 significant decimal "
          "digits. The series' default."),
+    Term("mantissa", (r"(?i)\bmantissa",), "The significant bits of a floating-point number (the rest are its "
+         "sign and exponent): 24 in float32, 8 in bfloat16."),
     Term("bfloat16", (r"\bbf16\b", r"\bbfloat16\b"), "A 16-bit float with float32's range but only 2 to 3 "
          "significant digits: what a TPU's MXU multiplies."),
     Term("TF32", (r"\bTF32\b",), "TensorFloat-32: float32's range with 10 bits of mantissa (about 3 digits), what "
@@ -103,6 +108,8 @@ TERMS: tuple[Term, ...] = (
          "function the first time it is called and compiles it to machine code for the device.", code=True),
     Term("softmax", (r"(?i)\bsoftmax",), "Turns a list of scores into probabilities: exponentiate each, divide by "
          "their sum."),
+    Term("trace", (r"(?i)\btrac(?:e|es|ed|ing)\b",), "What JAX does at a function's first call: runs the Python "
+         "once with placeholder values to record its array operations, which XLA then compiles."),
     Term("XLA", (r"\bXLA\b",), "The compiler JAX (and TensorFlow) hands a traced function to; it fuses operations "
          "and writes the kernels for CPU, GPU or TPU."),
     Term("dispatch", (r"(?i)\bdispatch",), "The fixed work a library does per call before any arithmetic: check the "
@@ -145,11 +152,15 @@ TERMS: tuple[Term, ...] = (
          "it got there, so two events time the GPU work between them."),
     Term("pinned memory", (r"(?i)\bpinned\b", r"(?i)page-locked"), "Host memory the OS may not move, so the GPU "
          "copies from it directly at the link's full rate."),
-    Term("double buffering", (r"(?i)double[- ]buffer",), "Using two buffers so the next piece of data is copied "
+    Term("pageable memory", (r"(?i)\bpageable\b",), "Ordinary host memory, which the OS may move: a copy to the GPU "
+         "goes through a pinned staging buffer, at a fraction of the link's rate."),
+    Term("double buffering", (r"(?i)double[-\s]buffer",), "Using two buffers so the next piece of data is copied "
          "while the current one is computed on."),
     # The TPU
     Term("systolic array", (r"(?i)\bsystolic\b",), "A grid of multiply-accumulate cells: each value fetched once "
          "is passed from cell to cell, with no trip back to a register file."),
+    Term("weight-stationary", (r"(?i)\bweight[-\s]stationary",), "A systolic array's design in which each cell "
+         "keeps one weight while the activations flow past it."),
     Term("MXU", (r"\bMXUs?\b",), "Matrix multiply unit: the TPU's systolic array, 128 x 128 multiply-accumulators "
          "(256 x 256 on v6e)."),
     Term("vector unit", (r"(?i)\bvector units?\b", r"\bVPU\b"), "The part of a core that does SIMD arithmetic "
@@ -159,6 +170,8 @@ TERMS: tuple[Term, ...] = (
          "sit in fast memory (a GPU's shared memory, a TPU's VMEM) while it is used many times."),
     Term("sharding", (r"(?i)\bshard(?:s|ed|ing)?\b",), "Splitting an array across several devices, each holding "
          "and computing on its own piece."),
+    Term("all-reduce", (r"(?i)\ball-reduce",), "Summing values held on several devices so that every device gets "
+         "the total."),
     # Training and choosing
     Term("ReLU", (r"\bReLU\b",), "Rectified linear unit: a layer's activation that sets negative values to zero "
          "and keeps positive ones."),
@@ -187,7 +200,7 @@ TERMS: tuple[Term, ...] = (
          "sequential steps."),
     Term("Amdahl's law", (r"Amdahl",), "If a share s of a program must run serially, no number of cores makes it "
          "more than 1/s times faster."),
-    Term("spot price", (r"(?i)\bspot[- ](?:price|pricing|rate|instance|VM|machine)s?\b",), "The cloud's cheaper "
+    Term("spot price", (r"(?i)\bspot[-\s](?:price|pricing|rate|instance|VM|machine)s?\b",), "The cloud's cheaper "
          "rate for a machine it may take back at short notice."),
 )
 
