@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from . import cuda_sim, roofline
 from .cuda import blocks_for
 from .cuda_c import CudaCError
 from .style import PREDICTION_COLOUR, REFERENCE_COLOUR, figure
-from .timing import format_seconds
+from .timing import crossover, format_seconds
 from .validate import LARGEST, finite, fraction, positive_int
 
 # --------------------------------------------------------------------------------------------------------------
@@ -102,6 +102,65 @@ def predict_inference(device: str, batch: int, bound: str = "upper") -> float:
     return roofline.predict_seconds(device, flops=2 * batch * weights, bytes=4 * (weights + batch * (64 + 64 + 10)),
                                     kernels=2, call=roofline.JAX_CALL.get(kind, "none"), timed="pipelined",
                                     bound=bound)
+
+
+def inference_crossovers(batches: Sequence[int], cpu_seconds: Sequence[float],
+                         devices: Sequence[str] = roofline.DECIDE_DEVICES) -> dict[str, int | None]:
+    """Each device's crossover: the smallest of `batches` from which its predicted forward pass (predict_inference)
+    beats `cpu_seconds`, this CPU's measured time at each batch, at every larger batch too (None: never)."""
+    _batches(batches)
+    if (isinstance(cpu_seconds, str | bytes) or not isinstance(cpu_seconds, Sequence)
+            or len(cpu_seconds) != len(batches) or not all(finite(s) and s > 0 for s in cpu_seconds)):
+        raise ValueError(f"cpu_seconds must be this CPU's measured seconds, one for each of the {len(batches)} "
+                         f"batches; got {cpu_seconds!r:.60}")
+    if (isinstance(devices, str | bytes) or not isinstance(devices, Sequence) or not devices
+            or not all(isinstance(d, str) for d in devices)):
+        raise ValueError(f"devices must be spec names such as {roofline.DECIDE_DEVICES}; got {devices!r:.60}")
+    return {device: crossover(batches, cpu_seconds, [predict_inference(device, b) for b in batches])
+            for device in devices}
+
+
+def _batches(batches: Sequence[int]) -> list[int]:
+    """The batch sizes measured, in order; a ValueError for anything else."""
+    if isinstance(batches, str | bytes) or not isinstance(batches, Sequence) or not batches:
+        raise ValueError(f"batches must be the batch sizes measured, such as [1, 16, 256]; got {batches!r:.40}")
+    return sorted(positive_int("batches", b, "each a batch size") for b in batches)
+
+
+def from_batch(batches: Sequence[int], wins: int | None) -> str:
+    """Where a crossover lies, in words, from the batches measured: 'from a batch between 16 and 256', 'from the
+    smallest batch measured, 1' or 'never, up to a batch of 65,536'."""
+    ordered = _batches(batches)
+    if wins is None:
+        return f"never, up to a batch of {ordered[-1]:,}"
+    if wins not in ordered:
+        raise ValueError(f"wins must be one of the batches {ordered} or None; got {wins!r:.40}")
+    where = ordered.index(wins)
+    if not where:
+        return f"from the smallest batch measured, {wins:,}"
+    return f"from a batch between {ordered[where - 1]:,} and {wins:,}"
+
+
+def first_win(batches: Sequence[int], wins: Mapping[str, int | None]) -> str:
+    """One sentence from this run's crossovers (inference_crossovers): which device beats this CPU first, from
+    what batch, and what that means; or that none does. Printed, so it cannot contradict the numbers."""
+    ordered = _batches(batches)
+    if not isinstance(wins, Mapping) or not all(w is None or w in ordered for w in wins.values()):
+        raise ValueError(f"wins must map each device to the batch from which it wins, one of the batches {ordered}, "
+                         f"or to None, as inference_crossovers gives it; got {wins!r:.60}")
+    won = {device: w for device, w in wins.items() if w is not None}
+    if not won:
+        return (f"So for this network no accelerator beats this CPU, up to a batch of {ordered[-1]:,}: at every "
+                "batch measured, the fixed cost of a call outweighs the arithmetic an accelerator saves.")
+    first = min(won.values())
+    firsts = [device for device, w in won.items() if w == first]
+    names = ", the ".join(firsts[:-1]) + " and the " + firsts[-1] if len(firsts) > 1 else firsts[0]
+    who = f"the {names} (predicted) {'beat' if len(firsts) > 1 else 'beats'} this CPU (measured)"
+    if first == ordered[0]:
+        return (f"So for this network {who} at every batch measured, even {first:,}: here this CPU's time for "
+                "one call is above an accelerator's fixed cost of a call.")
+    return (f"So for this network {who} first, {from_batch(batches, first)}: below that, the fixed cost of a call "
+            "outweighs the arithmetic an accelerator saves.")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -185,15 +244,15 @@ class Divergence:
 
 
 def divergence_figure(runs: Mapping[str, np.ndarray]) -> Any:
-    """Heatmaps of each thread's steps (a row per warp, a column per lane), one panel per run, with each warp's
-    lock-step cost beside it: a warp is as slow as its slowest thread."""
+    """Heatmaps of each thread's steps (a row per warp, a column per lane), one panel per run, titled by its label
+    alone: the picture shows the steps, not what they cost, so a learner can predict the cost before it is
+    printed (Divergence gives it)."""
     from plotly.subplots import make_subplots
 
     if not isinstance(runs, Mapping) or not runs:
         raise ValueError("runs must be a dict: label -> steps of shape (warps, 32) (from warp_steps)")
     runs = {label: _steps(f"runs[{label!r:.40}]", s) for label, s in runs.items()}
-    fig = make_subplots(rows=1, cols=len(runs), subplot_titles=[
-        f"{label}: {Divergence(s).efficiency:.0%} of lanes useful" for label, s in runs.items()])
+    fig = make_subplots(rows=1, cols=len(runs), subplot_titles=list(runs))
     top = max(int(np.max(s)) for s in runs.values())
     for col, steps in enumerate(runs.values(), 1):
         fig.add_heatmap(z=steps, zmin=0, zmax=top, colorscale="Viridis", showscale=col == 1, row=1, col=col,
@@ -314,10 +373,13 @@ def wrong_winners(answers: Any) -> str | None:
 
 
 def format_dollars(amount: float) -> str:
-    """Dollars as a reader wants them: '$15.84', '$0.012', or '$1.6e-05' for less than a tenth of a cent."""
+    """Dollars as a reader wants them: '$508,751' from a thousand on, '$15.84', '$0.012', or '$1.6e-05' for less
+    than a tenth of a cent."""
     if not finite(amount) or amount < 0:
         raise ValueError(f"amount must be a finite number of dollars, zero or more; got {amount!r:.40}")
     amount = float(amount) + 0.0  # -0.0 + 0.0 is 0.0: no "$-0.00"
+    if amount >= 1000:
+        return f"${amount:,.0f}"
     if amount >= 0.01 or amount == 0:
         return f"${amount:,.2f}"
     return f"${amount:.2g}" if amount >= 0.001 else f"${amount:.1e}"

@@ -61,6 +61,43 @@ def test_inference_is_predicted_pipelined_as_measured_and_a_tpus_as_a_range():
     assert low == pytest.approx(roofline.TPU_PIPELINED_LEAST.value, rel=0.01)
 
 
+def test_one_sample_is_decided_by_the_fixed_cost_of_a_call_on_every_device(cpu):
+    """Chapter 06's section 7 counts one sample through chapter 05's network as section 4 measures it (one jitted
+    call): the fixed cost of that call must be what decides it everywhere, this CPU included, as section 4 says.
+    (Before JAX's dispatch was counted on the CPU, a tiny NumPy call's cost was, and the weights' bytes decided.)"""
+    weights = choosing.inference_weights()
+    one = roofline.decide(flops=2 * weights, bytes=4 * weights, call="jax", kernels=2, cpu=cpu)
+    assert [e.decided_by for e in one.estimates] == ["calls"] * 4
+    assert one.winner.device.startswith("this CPU") and "(decided by calls)" in str(one)
+
+
+def test_crossovers_are_read_from_the_batches_measured():
+    batches = [1, 16, 256, 4_096]
+    slow = choosing.inference_crossovers(batches, [1.0] * 4, ("NVIDIA T4",))  # a CPU taking a second a call
+    fast = choosing.inference_crossovers(batches, [1e-9] * 4, ("NVIDIA T4",))  # a nanosecond: never beaten
+    assert slow == {"NVIDIA T4": 1} and fast == {"NVIDIA T4": None}
+    t4 = [choosing.predict_inference("NVIDIA T4", b) for b in batches]
+    between = choosing.inference_crossovers(batches, [t4[0] / 2, t4[1] / 2, t4[2] * 2, t4[3] * 2], ("NVIDIA T4",))
+    assert between == {"NVIDIA T4": 256}
+    assert choosing.from_batch(batches, 256) == "from a batch between 16 and 256"
+    assert choosing.from_batch(batches, 1) == "from the smallest batch measured, 1"
+    assert choosing.from_batch(batches, None) == "never, up to a batch of 4,096"
+
+
+@pytest.mark.parametrize(("wins", "said"), [
+    ({"NVIDIA T4": 256, "TPU v5e": 4_096}, "the NVIDIA T4 (predicted) beats this CPU (measured) first, from a batch "
+                                           "between 16 and 256: below that, the fixed cost of a call outweighs"),
+    ({"NVIDIA T4": 16, "NVIDIA H100 SXM": 16, "TPU v5e": None},
+     "the NVIDIA T4 and the NVIDIA H100 SXM (predicted) beat this CPU (measured) first, from a batch between 1 and 16"),
+    ({"NVIDIA T4": 1}, "the NVIDIA T4 (predicted) beats this CPU (measured) at every batch measured, even 1"),
+    ({"NVIDIA T4": 16, "NVIDIA H100 SXM": 16, "TPU v5e": 16}, "the NVIDIA T4, the NVIDIA H100 SXM and the TPU v5e "
+                                                              "(predicted) beat this CPU (measured) first"),
+    ({"NVIDIA T4": None, "TPU v5e": None}, "no accelerator beats this CPU, up to a batch of 4,096"),
+])
+def test_the_crossover_sentence_follows_the_numbers(wins, said):
+    assert said in choosing.first_win([1, 16, 256, 4_096], wins)
+
+
 def test_warp_steps_counts_each_threads_loop_on_the_executor():
     x = np.array([0.5, 1.0, 1.01, 2.0] * 8 + [100.0] * 8, dtype=np.float32)  # 40 threads: a warp and a part
     steps = choosing.warp_steps(KERNEL, "decay_steps", x, threads=64)
@@ -80,10 +117,12 @@ def test_sorted_data_keeps_a_warp_together_and_shuffled_data_does_not():
     assert one.useful == 36 and one.lock_step == 160 and one.efficiency == pytest.approx(36 / 160)
 
 
-def test_the_divergence_figure_has_a_panel_per_run():
-    fig = choosing.divergence_figure({"a": np.ones((2, 32)), "b": np.arange(64).reshape(2, 32)})
+def test_the_divergence_figure_has_a_panel_per_run_and_leaves_the_cost_to_predict():
+    """Shown before the chapter asks what shuffling costs: its titles name the runs, not their share of lanes."""
+    fig = choosing.divergence_figure({"sorted": np.ones((2, 32)), "shuffled": np.arange(64).reshape(2, 32)})
     assert [t.type for t in fig.data] == ["heatmap", "heatmap"]
-    assert "100% of lanes useful" in fig.layout.annotations[0].text
+    assert [a.text for a in fig.layout.annotations] == ["sorted", "shuffled"]
+    assert "%" not in fig.to_json().replace("%{", "")  # hover fields (%{z}) aside, no percentage anywhere
 
 
 @pytest.mark.parametrize(("s", "p", "want"), [(0, 8, 8), (0.1, 1e12, 10), (0.5, 2, 4 / 3), (1, 100, 1), (0.2, 1, 1)])
@@ -107,6 +146,12 @@ def test_amdahl_figure_marks_the_measured_fraction():
     (lambda: choosing.warp_steps(KERNEL, "decay_steps", np.array([np.inf])), "finite numbers"),
     (lambda: choosing.price("TPU v6e"), "no published price on file for 'TPU v6e'; on file: cpu"),
     (lambda: choosing.format_dollars(-1), "amount must be a finite number of dollars"),
+    (lambda: choosing.from_batch([1, 16], 8), r"wins must be one of the batches \[1, 16\] or None; got 8"),
+    (lambda: choosing.from_batch([], None), "batches must be the batch sizes measured"),
+    (lambda: choosing.first_win([1, 0], {}), r"batches must be a positive integer \(each a batch size\)"),
+    (lambda: choosing.first_win([1, 16], {"NVIDIA T4": 8}), r"one of the batches \[1, 16\], or to None"),
+    (lambda: choosing.inference_crossovers([1, 16], [1e-5]), "cpu_seconds must be this CPU's measured seconds"),
+    (lambda: choosing.inference_crossovers([1], [1e-5], "NVIDIA T4"), "devices must be spec names"),
 ])
 def test_bad_input_is_named(call, message):
     with pytest.raises((TypeError, ValueError), match=message):
@@ -120,8 +165,9 @@ def test_every_price_is_published_with_its_address_and_date_and_covers_the_predi
         assert "https://github.com/" in p.source and ("generated" in p.source or "states no date" in p.source)
 
 
-@pytest.mark.parametrize(("amount", "shown"), [(15.8414, "$15.84"), (0.0123, "$0.01"), (0.0042, "$0.0042"),
-                                               (1.6e-5, "$1.6e-05"), (0, "$0.00"), (-0.0, "$0.00")])
+@pytest.mark.parametrize(("amount", "shown"), [(508750.51, "$508,751"), (999.994, "$999.99"), (15.8414, "$15.84"),
+                                               (0.0123, "$0.01"), (0.0042, "$0.0042"), (1.6e-5, "$1.6e-05"),
+                                               (0, "$0.00"), (-0.0, "$0.00")])
 def test_dollars_read_as_people_write_them(amount, shown):
     assert choosing.format_dollars(amount) == shown
 
