@@ -192,6 +192,8 @@ TERMS: tuple[Term, ...] = (
          "how many answers a second."),
     Term("throughput", (r"(?i)\bthroughput",), "How much work a second gets done (samples/s, GFLOP/s), however "
          "long each piece waits."),
+    Term("Adam", (r"\bAdam\b",), "An optimiser that keeps, for each weight, running averages of its gradient and "
+         "of the gradient's square, and steps from them: in float32, 16 bytes a weight with the weight itself."),
     Term("inference", (r"(?i)\binference\b",), "Using a trained model: a forward pass, no gradients."),
     Term("token", (r"(?i)\btokens?\b",), "A piece of text a language model reads or writes (a word or part of "
          "one); it writes one token at a time, each depending on the ones before."),
@@ -200,6 +202,8 @@ TERMS: tuple[Term, ...] = (
          "sequential steps."),
     Term("Amdahl's law", (r"Amdahl",), "If a share s of a program must run serially, no number of cores makes it "
          "more than 1/s times faster."),
+    Term("on-demand price", (r"(?i)\bon-demand\b",), "The cloud's list rate for a machine that stays yours until "
+         "you stop it."),
     Term("spot price", (r"(?i)\bspot[-\s](?:price|pricing|rate|instance|VM|machine)s?\b",), "The cloud's cheaper "
          "rate for a machine it may take back at short notice."),
 )

@@ -376,7 +376,11 @@ SIGNATURE = re.compile(r'extern "C" __global__ void (\w+)\s*\(([^)]*)\)')
 
 
 class FakeArray(np.ndarray):
-    """A 'GPU' array: NumPy underneath, with CuPy's .get()."""
+    """A 'GPU' array: NumPy underneath, with CuPy's .get() and .device (GPU 0)."""
+
+    @property
+    def device(self) -> types.SimpleNamespace:
+        return types.SimpleNamespace(id=0)
 
     def get(self) -> np.ndarray:
         return np.array(self)
