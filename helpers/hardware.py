@@ -18,6 +18,10 @@ from . import specs
 from .backend import backends, check_name
 from .cpu import CPUInfo, cpu_info
 
+#: Labels of the report for the entries of CPUInfo.sources() that "how we know the <entry>" would not fit: each
+#: label reads with its value as a label and its answer ("how we know the clock: inferred from NumPy's BLAS ...").
+_SOURCE_LABELS = {"bf16": "how we know the bf16 rate", "nominal clock": "nominal clock"}
+
 #: The dtypes a roof can be asked for (a device without a peak for one gives None as its FLOP/s).
 PEAK_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -88,7 +92,7 @@ class Hardware:
             ("CPU peak FP64", f"{c.peak_fp64 / 1e9:,.0f} GFLOP/s (half the FP32 lanes)"),
             ("CPU main-memory bandwidth", f"{c.peak_bandwidth.value / 1e9:,.1f} GB/s (measured)"),
         ]
-        rows += [(f"{what} from", why) for what, why in c.sources().items()]
+        rows += [(_SOURCE_LABELS.get(what, f"how we know the {what}"), why) for what, why in c.sources().items()]
         rows += [(a.kind.upper(), a.summary()) for a in self.accelerators] or [("GPU / TPU", "none usable here")]
         rows.append(("JAX runs on", self.jax_platform.upper() if self.jax_platform else "JAX is not usable"))
         rows += [("note", n) for n in self.notes]

@@ -4,6 +4,7 @@ numbers, and the reference answers the exercise checks compare against.
     h.lessons.chapter_map()                 # the series as a Markdown table, from helpers.project.CHAPTERS
     h.lessons.show_source(h.workloads.matmul_loops)   # the code the notebook runs, not a copy of it
     h.lessons.arithmetic_units()            # this CPU, an NVIDIA T4 and a TPU v5e: multiply-adds per cycle
+    h.lessons.peak_ratios(units)            # each accelerator's peak over this CPU's: width x clock
     h.lessons.line_bytecode(fn, "total +=") # the bytecode the interpreter runs for one line of fn
     h.lessons.page_faults(fn, *args)        # page faults per call: fresh memory touched for the first time
     h.lessons.cores_busy(fn, *args)         # CPU time over wall time: how many cores a call keeps busy
@@ -175,13 +176,47 @@ def arithmetic_units(cpu: CPUInfo | None = None, devices: Sequence[str] = REFERE
 
 
 def units_table(units: Sequence[ArithmeticUnits]) -> Any:
-    """A Markdown table of `arithmetic_units()`: design, multiply-adds per cycle, implied clock, peak, source."""
-    rows = ["| device | what does the arithmetic | multiply-adds per cycle | clock (peak / 2 / multiply-adds) | peak "
-            "| source |",
-            "|---|---|---:|---:|---:|---|"]
-    rows += [f"| {u.device} | {u.design} | {u.macs_per_cycle:,} | {u.clock_hz / 1e9:.2f} GHz | "
-             f"{u.peak_flops / 1e12:,.3g} TFLOP/s {u.dtype} | {u.source} |" for u in units]
+    """A Markdown table of `arithmetic_units()` without their peaks: design, multiply-adds per cycle, clock, source.
+
+    The peaks are left out so that the table can come before a prompt that asks for their ratio (`peak_ratios`
+    answers it).
+    """
+    rows = ["| device | what does the arithmetic | multiply-adds per cycle | clock | source |",
+            "|---|---|---:|---:|---|"]
+    rows += [f"| {u.device} | {u.design} | {u.macs_per_cycle:,} | {u.clock_hz / 1e9:.2f} GHz | {u.source} |"
+             for u in units]
     return _markdown("\n".join(rows))
+
+
+def peak_ratios(units: Sequence[ArithmeticUnits]) -> str:
+    """Each device's peak over the first one's (this CPU's) = its width (multiply-adds per cycle) x its clock, and
+    a last line on which of the two made the difference: printed from these numbers, so it holds on any CPU."""
+    if isinstance(units, str) or not all(isinstance(u, ArithmeticUnits) for u in units):
+        raise ValueError(f"peak_ratios() takes the list h.lessons.arithmetic_units() returns; got {units!r:.60}")
+    if len(units) < 2:
+        raise ValueError(f"peak_ratios() compares devices with the first one: it needs at least 2, got {len(units)}")
+    base, *others = units
+    lines, widths, clocks = [], [], []
+    for u in others:
+        widths.append(u.macs_per_cycle / base.macs_per_cycle)
+        clocks.append(u.clock_hz / base.clock_hz)
+        lines.append(f"{u.device}: {_times(u.peak_flops / base.peak_flops)}x this CPU's estimated FP32 peak = "
+                     f"{_times(widths[-1])}x its multiply-adds per cycle x {clocks[-1]:.2f}x its clock "
+                     f"({u.dtype} peak, {u.source})")
+    faster = [u.device for u, c in zip(others, clocks, strict=True) if c > 1]
+    span = (f"Against this CPU: {_times(min(widths))}x to {_times(max(widths))}x the multiply-adds per cycle, at "
+            f"{min(clocks):.2f}x to {max(clocks):.2f}x its clock.")
+    if faster:
+        span += f" {' and '.join(faster)} {'tick' if len(faster) > 1 else 'ticks'} faster than this CPU."
+    elif min(widths) > 1:
+        span += " None of them ticks faster than this CPU: they win by starting more multiply-adds on every tick."
+    lines.append(span)
+    return "\n".join(lines)
+
+
+def _times(ratio: float) -> str:
+    """A ratio for 'Nx': whole numbers from 10 up (1,024), two significant digits below (3.2, 0.83)."""
+    return f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.2g}"
 
 
 def peaks_figure(cpu: CPUInfo | None = None, devices: Sequence[str] = REFERENCE_DEVICES) -> Any:

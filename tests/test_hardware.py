@@ -27,9 +27,20 @@ def test_report_shows_the_cpu_and_its_peak_formula():
     assert hw.cpu is cpu
     text = str(hw)
     assert cpu.model in text and cpu.formula() in text
-    assert "clock from" in text and cpu.clock_hz.source in text
+    assert ("how we know the clock", cpu.clock_hz.source) in hw.rows()
+    assert ("how we know the bf16 rate", cpu.bf16_flops_per_cycle.source) in hw.rows()
     html = hw._repr_html_()
     assert html.startswith("<table>") and escape(cpu.model) in html and escape(cpu.formula()) in html
+
+
+def test_each_source_line_reads_as_a_label_and_its_answer():
+    """A label ending in 'from' read with a value that starts 'inferred from' as 'clock from inferred from'."""
+    rows = dict(hardware().rows())
+    assert not [label for label in rows if label.endswith(" from")]
+    assert {"how we know the cores", "how we know the FMA units", "how we know the memory bandwidth"} <= set(rows)
+    nominal = cpu_info().nominal_clock_hz
+    if nominal is not None:  # the clock the OS states, shown as a value beside the one the peak uses
+        assert rows["nominal clock"].startswith(f"{float(nominal.value) / 1e9:.2f} GHz (")
 
 
 def test_hardware_is_detected_once():

@@ -38,7 +38,35 @@ def test_arithmetic_units_imply_the_clock_of_each_peak() -> None:
     assert (t4.device, t4.macs_per_cycle, t4.peak_flops) == ("NVIDIA T4", 2560, t4_fp32)
     assert (tpu.macs_per_cycle, tpu.dtype) == (4 * 128 * 128, "bfloat16")
     assert 1e9 < t4.clock_hz < 2e9 and 1e9 < tpu.clock_hz < 2e9  # published peaks match published unit counts
-    assert "T4 datasheet" in _text(lessons.units_table([cpu, t4, tpu]))
+    table = _text(lessons.units_table([cpu, t4, tpu]))
+    assert "T4 datasheet" in table and "| 2,560 |" in table
+    assert "TFLOP/s" not in table and f"{t4.peak_flops / 1e12:g}" not in table  # shown before the prompt on peaks
+
+
+def _units(device: str, macs: int, ghz: float) -> lessons.ArithmeticUnits:
+    return lessons.ArithmeticUnits(device, "made up", macs, 2 * macs * ghz * 1e9, "float32", "made up")
+
+
+def test_peak_ratios_split_each_peak_into_width_and_clock() -> None:
+    text = lessons.peak_ratios([_units("this CPU", 64, 4.0), _units("wide", 2560, 1.0), _units("wider", 65536, 2.0)])
+    first, second, last = text.splitlines()
+    assert first.startswith("wide: 10x this CPU's estimated FP32 peak = 40x its multiply-adds per cycle x 0.25x")
+    assert second.startswith("wider: 512x this CPU's estimated FP32 peak = 1,024x its multiply-adds per cycle x 0.50x")
+    assert last.endswith("None of them ticks faster than this CPU: they win by starting more multiply-adds on "
+                         "every tick.")
+
+
+def test_peak_ratios_follow_the_numbers_on_a_slow_or_wide_cpu() -> None:
+    slow = lessons.peak_ratios([_units("this CPU", 64, 1.0), _units("T4-like", 2560, 1.5)])
+    assert "2.6e+02" not in slow and "60x this CPU's" in slow
+    assert slow.splitlines()[-1].endswith("T4-like ticks faster than this CPU.")
+    wide = lessons.peak_ratios([_units("this CPU", 3072, 1.9), _units("T4-like", 2560, 1.5)])
+    assert "0.66x this CPU's estimated FP32 peak = 0.83x its multiply-adds" in wide
+    assert "win" not in wide.splitlines()[-1]  # a CPU wider than the accelerator: no claim that width won
+    with pytest.raises(ValueError, match="at least 2"):
+        lessons.peak_ratios([_units("this CPU", 64, 1.0)])
+    with pytest.raises(ValueError, match="arithmetic_units"):
+        lessons.peak_ratios(["this CPU", "NVIDIA T4"])
 
 
 def test_peaks_figure_labels_estimated_and_published_bars() -> None:
