@@ -64,6 +64,14 @@ TERMS: tuple[Term, ...] = (
          "doing arithmetic (compute-bound): whichever of the two takes longer sets the time."),
     Term("bandwidth", (r"(?i)\bbandwidth",), "How many bytes a second a memory or a link can deliver (GB/s)."),
     # The CPU
+    Term("core", (r"(?i)\bcores?\b",), "One processor on a chip, with its own instruction stream: a CPU has a few, a "
+         "GPU thousands of simple ones."),
+    Term("clock", (r"(?i)\bclock\b", r"\bGHz\b"), "How many cycles a second pace a core, in GHz: each unit can start "
+         "one operation a cycle."),
+    Term("multiply-add", (r"(?i)\bmultiply-(?:add|accumulat)",), "a * b + c, the step of every matrix product, "
+         "counted as 2 FLOPs."),
+    Term("interpreter", (r"(?i)\binterpret(?:er|ed|s)?\b", r"(?i)\bbytecode"), "The program that runs Python: it "
+         "reads each bytecode instruction, checks the types of its operands, then acts, for every single operation."),
     Term("SIMD", (r"\bSIMD\b",), "Single instruction, multiple data: one CPU instruction works on a short vector of "
          "numbers at once."),
     Term("lane", (r"\blanes?\b",), "One slot of a SIMD vector (or one thread of a GPU warp): a 512-bit AVX-512 "
@@ -89,6 +97,8 @@ TERMS: tuple[Term, ...] = (
          "digits. The series' default."),
     Term("mantissa", (r"(?i)\bmantissa",), "The significant bits of a floating-point number (the rest are its "
          "sign and exponent): 24 in float32, 8 in bfloat16."),
+    Term("float64", (r"\bfloat64\b", r"\bFP64\b"), "A 64-bit floating-point number: about 16 significant "
+         "decimal digits. Python's own float."),
     Term("bfloat16", (r"\bbf16\b", r"\bbfloat16\b"), "A 16-bit float with float32's range but only 2 to 3 "
          "significant digits: what a TPU's MXU multiplies."),
     Term("TF32", (r"\bTF32\b",), "TensorFloat-32: float32's range with 10 bits of mantissa (about 3 digits), what "
@@ -114,7 +124,7 @@ TERMS: tuple[Term, ...] = (
          "and writes the kernels for CPU, GPU or TPU."),
     Term("dispatch", (r"(?i)\bdispatch",), "The fixed work a library does per call before any arithmetic: check the "
          "arguments, find the compiled code, start it."),
-    Term("fusion", (r"(?i)\bfus(?:e|es|ed|ing|ion)\b(?! multiply)",), "Compiling several operations into one "
+    Term("fusion", (r"(?i)\bfus(?:e|es|ed|ing|ion)\b(?!\W*multiply)",), "Compiling several operations into one "
          "kernel, so intermediate results stay in registers instead of going to memory and back."),
     # The GPU
     Term("CUDA", (r"\bCUDA\b",), "NVIDIA's platform for GPU programs: CUDA C is C++ with a few keywords for "
@@ -166,6 +176,8 @@ TERMS: tuple[Term, ...] = (
     Term("vector unit", (r"(?i)\bvector units?\b", r"\bVPU\b"), "The part of a core that does SIMD arithmetic "
          "on short vectors: a CPU core's SIMD units; on a TPU, the unit beside the MXU for elementwise work (adds, "
          "activations), far slower than the MXU."),
+    Term("cache blocking", (r"(?i)\bcache blocking",), "Splitting a matrix product into tiles that stay in a cache "
+         "while each is used many times."),
     Term("tile", (r"(?i)\btiles?\b", r"(?i)\btiled\b", r"(?i)\btiling\b"), "A block of a matrix small enough to "
          "sit in fast memory (a GPU's shared memory, a TPU's VMEM) while it is used many times."),
     Term("sharding", (r"(?i)\bshard(?:s|ed|ing)?\b",), "Splitting an array across several devices, each holding "
