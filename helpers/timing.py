@@ -601,16 +601,15 @@ def _judge_by_calibration(result: Timing, fn: Callable[..., Any], args: tuple[An
     if _busy_warned:
         return
     _busy_warned = True
-    from .threads import blas_threads  # here, not at the top: threads times with benchmark
-
     rate = flops / result.median
     warnings.warn(f"{result.label}: {rate / 1e9:,.3g} GFLOP/s for a float32 matrix product, {rate / calibrated:.0%} "
                   f"of the {calibrated / 1e9:,.3g} GFLOP/s ONE core reached in the same work when this kernel "
                   "calibrated the CPU (h.hardware()). All the cores together should do at least as well. The samples "
                   "are steady, so something held the cores the whole time: another program (or work still running "
-                  f"in this kernel), or more BLAS threads ({blas_threads()} now) than free cores. Close other "
-                  "programs or wait for them to finish, or cap the threads with h.threads.limit_blas_threads(k), "
-                  "then rerun. Shown once per kernel: later timings this slow say 'busy'.",
+                  "in this kernel), or more BLAS threads than free cores (h.threads.describe_blas() says how many). "
+                  "Close other programs or wait for them to finish, or cap the threads with "
+                  "h.threads.limit_blas_threads(k), then rerun. Shown once per kernel: later timings this slow say "
+                  "'busy'.",
                   BusyMachineWarning, stacklevel=3)
 
 

@@ -145,12 +145,13 @@ def test_every_constant_says_where_it_comes_from():
 
 # --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
 
-INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "hardware", "limits", "notice", "nvrtc", "plots",
-                  "precision", "project", "roofline", "specs", "style", "timing", "validate", "widgets", "workloads"}
+INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "glossary", "hardware", "limits", "notice", "nvrtc",
+                  "plots", "precision", "project", "roofline", "specs", "style", "timing", "validate", "widgets",
+                  "workloads"}
 CHAPTER = {"choosing", "cuda", "cuda_c", "cuda_sim", "cupy_checked", "cupy_cpu", "grid", "kernel_checks", "lessons",
            "mandelbrot", "mlp", "sharding", "systolic", "threads", "training"}
 # The front door and the commands:
-TOOLS = {"__init__", "__main__", "classroom", "evidence", "gpu_report", "site", "upkeep"}
+TOOLS = {"__init__", "__main__", "classroom", "evidence", "gpu_report", "prompts", "site", "upkeep"}
 
 
 def _imported(path: Path) -> set[str]:

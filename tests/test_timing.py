@@ -778,7 +778,7 @@ def test_a_steady_matmul_far_below_one_cores_calibration_warns_that_the_machine_
     assert not t.noisy and t.busy and t.median == pytest.approx(2 * BUSY_N**3 / BUSY_RATE)
     message = _busy_warnings(caught)[0]
     assert message.startswith("matmul 512: 11 GFLOP/s for a float32 matrix product, 8% of the 135 GFLOP/s ONE core")
-    assert re.search(r"another program .* more BLAS threads \(\d+ now\) than free cores", message)
+    assert re.search(r"another program .* more BLAS threads than free cores \(h.threads.describe_blas\(\)", message)
     assert "h.threads.limit_blas_threads(k)" in message
     assert "busy" in str(t) and "busy" in t._repr_html_()
 
