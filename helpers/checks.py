@@ -111,20 +111,30 @@ def _judge(got: Any, want: Any, rtol: float, atol: float) -> str:
             return f"expected True or False, got {type(got).__name__} {_short(got)}"
         return "" if bool(got) == bool(want) else f"got {bool(got)}, expected {bool(want)}"
     if wanted == "number":
-        if kind != "number":
-            extra = " (a string, not a number: remove the quotes)" if isinstance(got, str) else ""
-            return f"expected a number like {_short(want)}, got {type(got).__name__} {_short(got)}{extra}"
-        if _integral(want):  # a count: off by one is wrong however large it is
-            return "" if _same_whole_number(got, want) else f"got {_short(got)}, expected exactly {int(want)}"
-        try:
-            got_value, want_value = float(got), float(want)
-        except OverflowError:
-            return f"got {_short(got)}, a number too large for a float; expected about {_short(want)}"
-        if np.isclose(got_value, want_value, rtol=rtol, atol=atol, equal_nan=True):
-            return ""
-        return f"got {got_value:.6g}, expected {want_value:.6g}"
+        return _judge_number(got, want, rtol, atol)
     if kind != "array":
         return f"expected an array like {_short(want)}, got {type(got).__name__} {_short(got)}"
+    return _judge_array(got, want, rtol, atol)
+
+
+def _judge_number(got: Any, want: Any, rtol: float, atol: float) -> str:
+    """_judge where `want` is a number: a count exactly, any other number within the tolerances."""
+    if _kind(got) != "number":
+        extra = " (a string, not a number: remove the quotes)" if isinstance(got, str) else ""
+        return f"expected a number like {_short(want)}, got {type(got).__name__} {_short(got)}{extra}"
+    if _integral(want):  # a count: off by one is wrong however large it is
+        return "" if _same_whole_number(got, want) else f"got {_short(got)}, expected exactly {int(want)}"
+    try:
+        got_value, want_value = float(got), float(want)
+    except OverflowError:
+        return f"got {_short(got)}, a number too large for a float; expected about {_short(want)}"
+    if np.isclose(got_value, want_value, rtol=rtol, atol=atol, equal_nan=True):
+        return ""
+    return f"got {got_value:.6g}, expected {want_value:.6g}"
+
+
+def _judge_array(got: Any, want: Any, rtol: float, atol: float) -> str:
+    """_judge where `want` is an array: same shape, True/False and counts exactly, other numbers within tolerance."""
     want_host = np.asarray(to_numpy(want) if hasattr(want, "shape") else want)
     want_bool = want_host.dtype.kind == "b"
     got_array, why = _as_real_array(got, want_bool)

@@ -217,23 +217,8 @@ class Launch:
             fig.add_trace(go.Scatter(x=[g, a.index], y=[1, 0], mode="lines", showlegend=False, hoverinfo="skip",
                                      line=dict(color="#D55E00" if not a.in_bounds else colour[a.block], width=1.5)))
         for b in range(self.grid):
-            ids = [self.global_id(b, t) for t in range(self.block)]
-            fig.add_trace(go.Scatter(
-                x=ids, y=[1] * len(ids), mode="markers+text", name=f"block {b}",
-                text=[str(t) for t in range(self.block)],
-                textfont=dict(size=10, color=["#444444" if g in idle else "white" for g in ids]),
-                marker=dict(symbol="square", size=18, color=[("white" if g in idle else colour[b]) for g in ids],
-                            line=dict(color=colour[b], width=2)),
-                hovertemplate=[f"block {b}, thread {t} (global {g}){' idle' if g in idle else ''}<extra></extra>"
-                               for t, g in enumerate(ids)]))
-        who = self.writers(array)
-        fig.add_trace(go.Scatter(
-            x=list(range(length)), y=[0] * length, mode="markers+text", name=f"{array}[0..{length - 1}]",
-            text=[str(i) for i in range(length)], textfont=dict(size=9, color="#222222"),
-            marker=dict(symbol="square", size=18, color="#EEEEEE" if who else "#FFFFFF",
-                        line=dict(color="#444444", width=1)),
-            hovertemplate=[f"{array}[{i}] written by global thread(s) {who.get(i, 'none')}<extra></extra>"
-                           for i in range(length)]))
+            fig.add_trace(self._block_row(b, colour[b], idle))
+        fig.add_trace(_element_row(array, length, self.writers(array)))
         if beyond:
             fig.add_trace(go.Scatter(
                 x=beyond, y=[0] * len(beyond), mode="markers+text", name="past the end (out of bounds)",
@@ -247,6 +232,33 @@ class Launch:
             yaxis=dict(tickvals=[0, 1], ticktext=["elements", "threads"], range=[-0.5, 1.5], showgrid=False),
             legend=dict(orientation="h", y=-0.35), margin=dict(b=110))
         return fig
+
+    def _block_row(self, b: int, colour: str, idle: set[int]) -> Any:
+        """The threads of block `b` in the picture's top row, in the block's colour; idle ones hollow."""
+        import plotly.graph_objects as go
+
+        ids = [self.global_id(b, t) for t in range(self.block)]
+        return go.Scatter(
+            x=ids, y=[1] * len(ids), mode="markers+text", name=f"block {b}",
+            text=[str(t) for t in range(self.block)],
+            textfont=dict(size=10, color=["#444444" if g in idle else "white" for g in ids]),
+            marker=dict(symbol="square", size=18, color=[("white" if g in idle else colour) for g in ids],
+                        line=dict(color=colour, width=2)),
+            hovertemplate=[f"block {b}, thread {t} (global {g}){' idle' if g in idle else ''}<extra></extra>"
+                           for t, g in enumerate(ids)])
+
+
+def _element_row(array: str, length: int, who: dict[int, list[int]]) -> Any:
+    """The elements of `array` in the picture's bottom row, each saying which threads wrote it."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=list(range(length)), y=[0] * length, mode="markers+text", name=f"{array}[0..{length - 1}]",
+        text=[str(i) for i in range(length)], textfont=dict(size=9, color="#222222"),
+        marker=dict(symbol="square", size=18, color="#EEEEEE" if who else "#FFFFFF",
+                    line=dict(color="#444444", width=1)),
+        hovertemplate=[f"{array}[{i}] written by global thread(s) {who.get(i, 'none')}<extra></extra>"
+                       for i in range(length)])
 
 
 def launch(body: Callable[..., Any], grid: int, block: int, *args: Any) -> Launch:

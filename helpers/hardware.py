@@ -134,31 +134,44 @@ class Hardware:
         if accel is None or accel.spec is None:
             name = accel.name if accel else kind.upper()
             return Peak(name, None, None, f"no published peaks on file for {name}")
-        spec = accel.spec
-        if kind == "tpu":  # every float matmul on a TPU goes through the bf16 MXUs
-            return Peak(spec.name, spec.peak_for("bfloat16"), spec.peak_bandwidth,
-                        f"published bf16 MXU peak [{spec.source}]")
-        key, why = dtype, ""
-        stand_in = None if spec.peak_for(dtype) else specs.stand_in_roof(kind, dtype, list(spec.peak_flops))
-        if stand_in is not None:  # e.g. a T4 has no bf16 units: the rule roofline predicts with
-            key, why = stand_in[0], f"{stand_in[1]} ({spec.name})"
-        if dtype == "float32" and spec.peak_for("tf32"):  # float32 matmuls may run on the tensor cores
-            if float32_matmuls is None:
-                roof, why = _jax_settings_roof() if backend == "jax" else _cupy_settings_roof()
-                roofs = {roof}
-            elif isinstance(float32_matmuls, str) or not all(isinstance(r, str) for r in float32_matmuls):
-                raise ValueError(f"float32_matmuls must be a set of roof names such as {{'tf32'}}, or None; got "
-                                 f"{float32_matmuls!r:.60}")
-            else:
-                roofs = set(float32_matmuls) or {"float32"}  # no matmul: the CUDA cores do the work
-            missing = sorted(r for r in roofs if not spec.peak_for(r))
-            key = max(roofs, key=lambda r: spec.peak_for(r) or 0.0)
-            if missing:  # float8, or a precision not known here: never judge by a lower roof than it may reach
-                key = max(spec.peak_flops, key=spec.peak_flops.__getitem__)
-                why = "; ".join(filter(None, (why, f"no roof on file for {', '.join(missing)}: judged by the highest")))
-        return Peak(spec.name, spec.peak_for(key), spec.peak_bandwidth,
-                    f"published {key} peak [{spec.source}]" + (f"; {why}" if why else ""))
+        return _accelerator_peak(accel.spec, kind, backend, dtype, float32_matmuls)
 
+
+def _accelerator_peak(spec: specs.DeviceSpec, kind: str, backend: str, dtype: str,
+                      float32_matmuls: Collection[str] | None) -> Peak:
+    """The published roofs of a GPU or TPU for `backend` in `dtype`: a stand-in roof where it has no units for the
+    dtype, and float32 work on TF32 tensor cores judged by where its matmuls run (Hardware.peak says how)."""
+    if kind == "tpu":  # every float matmul on a TPU goes through the bf16 MXUs
+        return Peak(spec.name, spec.peak_for("bfloat16"), spec.peak_bandwidth,
+                    f"published bf16 MXU peak [{spec.source}]")
+    key, why = dtype, ""
+    stand_in = None if spec.peak_for(dtype) else specs.stand_in_roof(kind, dtype, list(spec.peak_flops))
+    if stand_in is not None:  # e.g. a T4 has no bf16 units: the rule roofline predicts with
+        key, why = stand_in[0], f"{stand_in[1]} ({spec.name})"
+    if dtype == "float32" and spec.peak_for("tf32"):  # float32 matmuls may run on the tensor cores
+        key, why = _float32_roof(spec, backend, float32_matmuls, why)
+    return Peak(spec.name, spec.peak_for(key), spec.peak_bandwidth,
+                f"published {key} peak [{spec.source}]" + (f"; {why}" if why else ""))
+
+
+def _float32_roof(spec: specs.DeviceSpec, backend: str, float32_matmuls: Collection[str] | None,
+                  why: str) -> tuple[str, str]:
+    """The roof float32 work on a GPU with TF32 tensor cores is judged by, and why: the highest of the roofs its
+    matmuls run on (read from the work, else from the settings in force), never a lower one than it may reach."""
+    if float32_matmuls is None:
+        roof, why = _jax_settings_roof() if backend == "jax" else _cupy_settings_roof()
+        roofs = {roof}
+    elif isinstance(float32_matmuls, str) or not all(isinstance(r, str) for r in float32_matmuls):
+        raise ValueError(f"float32_matmuls must be a set of roof names such as {{'tf32'}}, or None; got "
+                         f"{float32_matmuls!r:.60}")
+    else:
+        roofs = set(float32_matmuls) or {"float32"}  # no matmul: the CUDA cores do the work
+    missing = sorted(r for r in roofs if not spec.peak_for(r))
+    key = max(roofs, key=lambda r: spec.peak_for(r) or 0.0)
+    if missing:  # float8, or a precision not known here: never judge by a lower roof than it may reach
+        key = max(spec.peak_flops, key=spec.peak_flops.__getitem__)
+        why = "; ".join(filter(None, (why, f"no roof on file for {', '.join(missing)}: judged by the highest")))
+    return key, why
 
 #: Where JAX documents its matmul precisions (the rule below follows it).
 JAX_PRECISION_DOCS = "https://docs.jax.dev/en/latest/201/precision.html"

@@ -12,12 +12,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from numbers import Real
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
 
-from .roofline import Device, roofs
+from .roofline import Device, Roof, Roofs, roofs
 from .style import BACKEND_COLOURS, PREDICTION_COLOUR, REFERENCE_COLOUR, ROOF_COLOUR, colour, figure
 from .timing import Comparison, Timing, format_fraction, format_seconds
 
@@ -209,48 +209,16 @@ def scaling(
         raise ValueError(f"anchor {anchor!r} is not a series; series: {', '.join(points)}")
     fig = figure(title or "Time against problem size (log-log)")
     shared: dict[str, int] = {}  # series already drawn in each colour: the next one gets another marker and dash
-    for label, (sizes, seconds, timings) in points.items():
+    for label, (_, _, timings) in points.items():
         backend = timings[0].backend if timings else label
         nth = shared[colour(backend)] = shared.get(colour(backend), -1) + 1
-        error_y = None
-        custom = [[format_seconds(s), ""] for s in seconds]
-        if timings:
-            q25 = np.array([np.percentile(t.samples, 25) for t in timings])
-            q75 = np.array([np.percentile(t.samples, 75) for t in timings])
-            if error_bars:
-                error_y = dict(type="data", symmetric=False, array=np.maximum(q75 - seconds, 0),
-                               arrayminus=np.maximum(seconds - q25, 0), thickness=1.2, width=4)
-            custom = [[format_seconds(t.median), f"<br>{t.gflops:,.3g} GFLOP/s" if t.gflops else ""]
-                      for t in timings]
-        fig.add_trace(go.Scatter(
-            x=sizes, y=seconds, mode="lines+markers", name=label, error_y=error_y, customdata=custom,
-            line=dict(color=colour(backend), width=2, dash=SERIES_DASHES[nth % len(SERIES_DASHES)]),
-            marker=dict(size=8, color=colour(backend), symbol=SERIES_SYMBOLS[nth % len(SERIES_SYMBOLS)]),
-            hovertemplate=f"<b>{escape(label)}</b><br>n = %{{x:,}}<br>median %{{customdata[0]}}%{{customdata[1]}}"
-                          "<extra></extra>",
-        ))
-    all_sizes = np.concatenate([p[0] for p in points.values()])
-    x0, x1 = float(all_sizes.min()), float(all_sizes.max())
+        fig.add_trace(_series_trace(label, backend, nth, points[label], error_bars))
     ref_sizes, ref_seconds, _ = points[anchor or next(iter(points))]
-    n_anchor, t_anchor = float(ref_sizes[-1]), float(ref_seconds[-1])
-    all_seconds = np.concatenate([p[1] for p in points.values()])
-    y_range = _log_range(all_seconds, pad=0.4)
-    y_lo, y_hi = 10 ** y_range[0], 10 ** y_range[1]
-    dashes = ("dash", "dot", "dashdot", "longdash", "longdashdot")
+    all_sizes = np.concatenate([p[0] for p in points.values()])
+    y_range = _log_range(np.concatenate([p[1] for p in points.values()]), pad=0.4)
     for i, k in enumerate(slopes):
-        start, end = x0, x1
-        if float(k) > 0:  # clip to the visible times, so the line's label (at its left end) stays in view
-            start = max(x0, n_anchor * (y_lo / t_anchor) ** (1 / float(k)))
-            end = min(x1, n_anchor * (y_hi / t_anchor) ** (1 / float(k)))
-        xs = np.array([min(start, n_anchor), max(end, n_anchor)])
-        ys = t_anchor * (xs / n_anchor) ** float(k)
-        name = power_label(k)
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines+text", name=f"{name} (reference)", text=[name, ""], textposition="top right",
-            textfont=dict(color=REFERENCE_COLOUR, size=13), line=dict(color=REFERENCE_COLOUR, width=1.3,
-                                                                      dash=dashes[i % len(dashes)]),
-            hovertemplate=f"time {escape(name)}, through n = {n_anchor:,.0f}<extra></extra>",
-        ))
+        fig.add_trace(_slope_trace(i, k, (float(ref_sizes[-1]), float(ref_seconds[-1])),
+                                   (float(all_sizes.min()), float(all_sizes.max())), y_range))
     fig.update_layout(
         xaxis=dict(type="log", title=dict(text=x_title)),
         yaxis=dict(type="log", title=dict(text="time per call (median)"), exponentformat="SI", ticksuffix="s",
@@ -258,6 +226,49 @@ def scaling(
     )
     return fig
 
+
+def _series_trace(label: str, backend: str, nth: int, series: tuple[np.ndarray, np.ndarray, list[Timing] | None],
+                  error_bars: bool) -> go.Scatter:
+    """One series of scaling(): its backend's colour, the nth marker and dash of that colour, and the samples'
+    interquartile range as error bars when the series holds Timings."""
+    sizes, seconds, timings = series
+    error_y = None
+    custom = [[format_seconds(s), ""] for s in seconds]
+    if timings:
+        q25 = np.array([np.percentile(t.samples, 25) for t in timings])
+        q75 = np.array([np.percentile(t.samples, 75) for t in timings])
+        if error_bars:
+            error_y = dict(type="data", symmetric=False, array=np.maximum(q75 - seconds, 0),
+                           arrayminus=np.maximum(seconds - q25, 0), thickness=1.2, width=4)
+        custom = [[format_seconds(t.median), f"<br>{t.gflops:,.3g} GFLOP/s" if t.gflops else ""] for t in timings]
+    return go.Scatter(
+        x=sizes, y=seconds, mode="lines+markers", name=label, error_y=error_y, customdata=custom,
+        line=dict(color=colour(backend), width=2, dash=SERIES_DASHES[nth % len(SERIES_DASHES)]),
+        marker=dict(size=8, color=colour(backend), symbol=SERIES_SYMBOLS[nth % len(SERIES_SYMBOLS)]),
+        hovertemplate=f"<b>{escape(label)}</b><br>n = %{{x:,}}<br>median %{{customdata[0]}}%{{customdata[1]}}"
+                      "<extra></extra>",
+    )
+
+
+def _slope_trace(i: int, k: float, anchor: tuple[float, float], x_range: tuple[float, float],
+                 y_range: list[float]) -> go.Scatter:
+    """The ith reference line of scaling(), time ∝ n^k through the anchor point (n, seconds), clipped to the
+    visible times so that its label (at its left end) stays in view."""
+    (n_anchor, t_anchor), (start, end) = anchor, x_range
+    y_lo, y_hi = 10 ** y_range[0], 10 ** y_range[1]
+    if float(k) > 0:
+        start = max(start, n_anchor * (y_lo / t_anchor) ** (1 / float(k)))
+        end = min(end, n_anchor * (y_hi / t_anchor) ** (1 / float(k)))
+    xs = np.array([min(start, n_anchor), max(end, n_anchor)])
+    ys = t_anchor * (xs / n_anchor) ** float(k)
+    name = power_label(k)
+    dashes = ("dash", "dot", "dashdot", "longdash", "longdashdot")
+    return go.Scatter(
+        x=xs, y=ys, mode="lines+text", name=f"{name} (reference)", text=[name, ""], textposition="top right",
+        textfont=dict(color=REFERENCE_COLOUR, size=13), line=dict(color=REFERENCE_COLOUR, width=1.3,
+                                                                  dash=dashes[i % len(dashes)]),
+        hovertemplate=f"time {escape(name)}, through n = {n_anchor:,.0f}<extra></extra>",
+    )
 
 # --------------------------------------------------------------------------------------------------------------
 # Rooflines.
@@ -318,11 +329,44 @@ def roofline(
     """
     r = roofs(device)
     r.roof(dtype)  # a dtype the device has no roof for is refused here, as every prediction refuses it
+    pairs = _with_intensity(timings)
+    preds = _predictions(r, predictions, dtype)
+    ridges = [c.flops / r.bandwidth for c in r.compute]
+    xs_known = ridges + [t.intensity for _, t in pairs] + [p.intensity for p in preds]
+    x_range = min(xs_known) / 30, max(xs_known) * 30
+    published = r.bandwidth_origin == "published" and all(c.origin == "published" for c in r.compute)
+    default_title = f"Roofline of {r.device}" + (" (published spec)" if published else "")
+    fig = figure(title or default_title, height=560 + 18 * len(r.compute))
+    _add_roofs(fig, r, ridges, x_range)
+    for backend in dict.fromkeys(t.backend for _, t in pairs):
+        fig.add_trace(_measured_points(r, backend, [(label, t) for label, t in pairs if t.backend == backend]))
+    if preds:
+        fig.add_trace(_predicted_points(r, preds))
+    _roofline_layout(fig, r, pairs, published, x_range)
+    return fig
+
+
+class _Prediction(NamedTuple):
+    """One point a roofline predicts: where it sits on which roof, and how fast that roof lets it go."""
+
+    label: str
+    intensity: float  # FLOP per byte
+    roof: Roof  # the compute roof of its dtype
+    flops: float  # FLOP/s the roofs allow at that intensity
+
+
+def _with_intensity(timings: Timings) -> list[tuple[str, Timing]]:
+    """The (label, Timing) pairs to place on a roofline: each must know its arithmetic intensity."""
     pairs = _labelled(timings, allow_empty=True)
     for label, t in pairs:
         if t.intensity is None:
             raise ValueError(f"{label!r} has no arithmetic intensity: pass both flops= and bytes= "
                              "to helpers.benchmark()")
+    return pairs
+
+
+def _predictions(r: Roofs, predictions: Iterable[tuple[Any, ...]], dtype: str) -> list[_Prediction]:
+    """roofline's `predictions` checked, each placed on the roof of its dtype (`dtype` when it names none)."""
     preds = []
     for p in predictions:
         if not isinstance(p, (tuple, list)) or len(p) not in (2, 3):
@@ -330,17 +374,14 @@ def roofline(
         label, intensity, pdtype = (*p, dtype) if len(p) == 2 else p
         if isinstance(intensity, bool) or not isinstance(intensity, Real) or not intensity > 0:
             raise ValueError(f"prediction {label!r}: intensity must be a positive number, got {intensity!r}")
-        preds.append((str(label), float(intensity), r.roof(pdtype), r.attainable(float(intensity), pdtype)))
+        preds.append(_Prediction(str(label), float(intensity), r.roof(pdtype), r.attainable(float(intensity), pdtype)))
+    return preds
 
-    ridges = [c.flops / r.bandwidth for c in r.compute]
-    xs_known = ridges + [t.intensity for _, t in pairs] + [p[1] for p in preds]
-    x_lo, x_hi = min(xs_known) / 30, max(xs_known) * 30
-    published = r.bandwidth_origin == "published" and all(c.origin == "published" for c in r.compute)
-    default_title = f"Roofline of {r.device}" + (" (published spec)" if published else "")
-    fig = figure(title or default_title, height=560 + 18 * len(r.compute))
 
-    # Memory roof: the slanted line, up to the highest ridge (beyond it every compute roof is lower).
-    bw_x = np.array([x_lo, max(ridges)])
+def _add_roofs(fig: go.Figure, r: Roofs, ridges: list[float], x_range: tuple[float, float]) -> None:
+    """The roofs: memory's slanted line up to the highest ridge (beyond it every compute roof is lower), one flat
+    line per compute roof from its ridge, and the ridge points, each with where its figure came from."""
+    bw_x = np.array([x_range[0], max(ridges)])
     origin = {"measured": "measured here", "published": "published"}.get(r.bandwidth_origin, r.bandwidth_origin)
     fig.add_trace(go.Scatter(
         x=bw_x, y=bw_x * r.bandwidth / 1e9, mode="lines", line=dict(color=ROOF_COLOUR, width=2.5),
@@ -352,7 +393,7 @@ def roofline(
     for i, (c, ridge) in enumerate(zip(r.compute, ridges, strict=True)):
         name = f"{_short_dtype(c.dtype)} peak" if c.dtype else "peak"
         fig.add_trace(go.Scatter(
-            x=[ridge, x_hi], y=[c.flops / 1e9] * 2, mode="lines", legendgroup="roofs",
+            x=[ridge, x_range[1]], y=[c.flops / 1e9] * 2, mode="lines", legendgroup="roofs",
             line=dict(color=ROOF_COLOUR, width=2.5 if i == 0 else 1.8, dash=dashes[i % len(dashes)]),
             name=f"{name} {_format_flops(c.flops)} ({c.origin or 'source below'})",
             hovertemplate=f"{escape(name)}: {_format_flops(c.flops)}<br>{escape(c.source)}<extra></extra>",
@@ -364,57 +405,63 @@ def roofline(
         hovertemplate="ridge: %{x:.3g} FLOP/B<br>below it memory limits speed, above it compute does<extra></extra>",
     ))
 
-    for backend in dict.fromkeys(t.backend for _, t in pairs):
-        group = [(label, t) for label, t in pairs if t.backend == backend]
-        hover, near_roof = [], []
-        for label, t in group:
-            roof_here = r.attainable(t.intensity, t.dtype if t.dtype in r.dtypes else None)
-            near_roof.append(t.gflops * 1e9 >= NEAR_ROOF * roof_here)
-            hover.append("<br>".join([f"<b>{escape(label)}</b> [{escape(backend)}, {escape(t.dtype or '?')}]",
-                                      f"{t.intensity:.3g} FLOP/B, {t.gflops:,.4g} GFLOP/s (measured)",
-                                      f"{format_fraction(t.gflops * 1e9 / roof_here)} of the roof at this intensity",
-                                      f"median {format_seconds(t.median)}"]))
-        fig.add_trace(go.Scatter(
-            x=[t.intensity for _, t in group], y=[t.gflops for _, t in group], mode="markers+text",
-            name=f"measured: {backend}", text=[label for label, _ in group],
-            textposition=_below_roofs(_label_positions([(t.intensity, t.gflops) for _, t in group]), near_roof),
-            marker=dict(symbol="circle", size=12, color=colour(backend), line=dict(color="white", width=1)),
-            hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        ))
-    if preds:
-        peak_origins = sorted({c.origin or "unknown" for _, _, c, _ in preds})
-        if set(peak_origins) == {"published"} and r.bandwidth_origin == "published":
-            what = "published specs"
-        else:
-            what = f"{'/'.join(peak_origins)} peak, {r.bandwidth_origin or 'unknown'} bandwidth"
-        fig.add_trace(go.Scatter(
-            x=[i for _, i, _, _ in preds], y=[flops / 1e9 for _, _, _, flops in preds],
-            mode="markers+text", name=f"prediction (from {what})",
-            text=[f"{label} (predicted)" for label, _, _, _ in preds],
-            textposition="bottom right", textfont=dict(color=PREDICTION_COLOUR, size=12),  # under its roof
-            marker=dict(symbol="circle-open", size=14, color=PREDICTION_COLOUR, line=dict(width=2.5)),
-            hovertext=[f"<b>{escape(label)}</b>: predicted, not measured<br>{i:.3g} FLOP/B -> at most "
-                       f"{_format_flops(flops)} on the {_short_dtype(c.dtype) or ''} roof"
-                       for label, i, c, flops in preds],
-            hovertemplate="%{hovertext}<extra></extra>",
-        ))
 
+def _measured_points(r: Roofs, backend: str, group: list[tuple[str, Timing]]) -> go.Scatter:
+    """The learner's timings on one backend, in its colour, each label kept off the roof above it."""
+    hover, near_roof = [], []
+    for label, t in group:
+        roof_here = r.attainable(t.intensity, t.dtype if t.dtype in r.dtypes else None)
+        near_roof.append(t.gflops * 1e9 >= NEAR_ROOF * roof_here)
+        hover.append("<br>".join([f"<b>{escape(label)}</b> [{escape(backend)}, {escape(t.dtype or '?')}]",
+                                  f"{t.intensity:.3g} FLOP/B, {t.gflops:,.4g} GFLOP/s (measured)",
+                                  f"{format_fraction(t.gflops * 1e9 / roof_here)} of the roof at this intensity",
+                                  f"median {format_seconds(t.median)}"]))
+    return go.Scatter(
+        x=[t.intensity for _, t in group], y=[t.gflops for _, t in group], mode="markers+text",
+        name=f"measured: {backend}", text=[label for label, _ in group],
+        textposition=_below_roofs(_label_positions([(t.intensity, t.gflops) for _, t in group]), near_roof),
+        marker=dict(symbol="circle", size=12, color=colour(backend), line=dict(color="white", width=1)),
+        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+    )
+
+
+def _predicted_points(r: Roofs, preds: list[_Prediction]) -> go.Scatter:
+    """The predictions, hollow on their roofs, named by where the roofs' figures came from."""
+    peak_origins = sorted({p.roof.origin or "unknown" for p in preds})
+    if set(peak_origins) == {"published"} and r.bandwidth_origin == "published":
+        what = "published specs"
+    else:
+        what = f"{'/'.join(peak_origins)} peak, {r.bandwidth_origin or 'unknown'} bandwidth"
+    return go.Scatter(
+        x=[p.intensity for p in preds], y=[p.flops / 1e9 for p in preds],
+        mode="markers+text", name=f"prediction (from {what})",
+        text=[f"{p.label} (predicted)" for p in preds],
+        textposition="bottom right", textfont=dict(color=PREDICTION_COLOUR, size=12),  # under its roof
+        marker=dict(symbol="circle-open", size=14, color=PREDICTION_COLOUR, line=dict(width=2.5)),
+        hovertext=[f"<b>{escape(p.label)}</b>: predicted, not measured<br>{p.intensity:.3g} FLOP/B -> at most "
+                   f"{_format_flops(p.flops)} on the {_short_dtype(p.roof.dtype) or ''} roof" for p in preds],
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
+
+
+def _roofline_layout(fig: go.Figure, r: Roofs, pairs: list[tuple[str, Timing]], published: bool,
+                     x_range: tuple[float, float]) -> None:
+    """The sources of every roof under the plot, and log axes wide enough for every roof and point."""
     notes = [f"memory bandwidth: {r.bandwidth_source}"]
     notes += [f"{_short_dtype(c.dtype) + ' ' if c.dtype else ''}peak: {c.source}" for c in r.compute]
     if published:
         notes.append("published figures: not measured on this machine")
-    y_vals = [c.flops / 1e9 for c in r.compute] + [x_lo * r.bandwidth / 1e9] + [t.gflops for _, t in pairs]
+    y_vals = [c.flops / 1e9 for c in r.compute] + [x_range[0] * r.bandwidth / 1e9] + [t.gflops for _, t in pairs]
     fig.add_annotation(text="<br>".join(escape(n) for n in notes), xref="paper", yref="paper", x=0, y=0,
                        yshift=-60, xanchor="left", yanchor="top", showarrow=False, align="left",
                        font=dict(size=11, color="#555555"))
     fig.update_layout(
         xaxis=dict(type="log", title=dict(text="arithmetic intensity (FLOP per byte)"),
-                   range=[math.log10(x_lo), math.log10(x_hi)]),
+                   range=[math.log10(x_range[0]), math.log10(x_range[1])]),
         yaxis=dict(type="log", title=dict(text="GFLOP/s"), range=_log_range(y_vals, pad=0.35)),
         legend=dict(x=0.99, xanchor="right", y=0.02, yanchor="bottom"),
         margin=dict(b=110 + 16 * len(notes)),
     )
-    return fig
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -442,36 +489,12 @@ def gflops_by_size(
     fig = figure(title or "GFLOP/s against size", height=520)
     values: list[float] = []
     sizes_seen: set[float] = set()
-    for i, (label, timings) in enumerate(measured.items()):
-        sizes, _, ordered = _series_points(str(label), list(timings))
-        missing = [t.label for t in ordered if t.gflops is None]
-        if missing:
-            raise ValueError(f"series {label!r}: {missing[0]!r} has no FLOP count; pass flops= to helpers.benchmark()")
-        rates = [t.gflops for t in ordered]
-        hover = [f"<b>{escape(str(label))}</b> (measured here)<br>n = {t.n:,}<br>median {format_seconds(t.median)}"
-                 f"<br>{'<br>'.join(_rate_lines(t))}" for t in ordered]
-        named = colour(str(label))  # a backend's colour if the label names one, else one far from the predictions'
-        line_colour = named if named in BACKEND_COLOURS.values() else _MEASURED_COLOURS[i % len(_MEASURED_COLOURS)]
-        fig.add_trace(go.Scatter(x=sizes, y=rates, mode="lines+markers", name=f"{label} (measured here)",
-                                 line=dict(color=line_colour, width=2.2), marker=dict(size=8),
-                                 hovertext=hover, hovertemplate="%{hovertext}<extra></extra>"))
-        values += rates
-        sizes_seen.update(sizes)
-    dashes = ("dash", "dot", "dashdot", "longdash")
-    for i, (label, (sizes, flops_per_s)) in enumerate((predicted or {}).items()):
-        sizes_arr, rates_arr = np.asarray(sizes, dtype=float), np.asarray(flops_per_s, dtype=float) / 1e9
-        if sizes_arr.shape != rates_arr.shape or sizes_arr.ndim != 1 or not sizes_arr.size:
-            raise ValueError(f"prediction {label!r}: give (sizes, FLOP/s) as two sequences of the same length")
-        if np.any(~np.isfinite(rates_arr)) or np.any(rates_arr <= 0) or np.any(sizes_arr <= 0):
-            raise ValueError(f"prediction {label!r}: sizes and FLOP/s must be positive numbers")
-        fig.add_trace(go.Scatter(
-            x=sizes_arr, y=rates_arr, mode="lines+markers", name=f"{label} (predicted)",
-            line=dict(color=PREDICTION_COLOUR, width=1.8, dash=dashes[i % len(dashes)]),
-            marker=dict(symbol="circle-open", size=10, color=PREDICTION_COLOUR, line=dict(width=2)),
-            hovertemplate=f"<b>{escape(str(label))}</b>: predicted, not measured<br>n = %{{x:,}}<br>"
-                          "%{y:,.4g} GFLOP/s<extra></extra>"))
-        values += list(rates_arr)
-        sizes_seen.update(sizes_arr)
+    traces = [_measured_rates(i, str(label), timings) for i, (label, timings) in enumerate(measured.items())]
+    traces += [_predicted_rates(i, str(label), p) for i, (label, p) in enumerate((predicted or {}).items())]
+    for trace in traces:
+        fig.add_trace(trace)
+        values += list(trace.y)
+        sizes_seen.update(trace.x)
     if not values:
         raise ValueError("nothing to plot: give at least one measured or predicted series")
     ticks = sorted(sizes_seen)
@@ -487,5 +510,37 @@ def gflops_by_size(
         legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top"), margin=dict(b=150))
     return fig
 
+
+
+def _measured_rates(i: int, label: str, timings: Sequence[Timing]) -> go.Scatter:
+    """The ith measured series of gflops_by_size(), solid, in its backend's colour or one far from the predictions'."""
+    sizes, _, ordered = _series_points(label, list(timings))
+    missing = [t.label for t in ordered if t.gflops is None]
+    if missing:
+        raise ValueError(f"series {label!r}: {missing[0]!r} has no FLOP count; pass flops= to helpers.benchmark()")
+    hover = [f"<b>{escape(label)}</b> (measured here)<br>n = {t.n:,}<br>median {format_seconds(t.median)}"
+             f"<br>{'<br>'.join(_rate_lines(t))}" for t in ordered]
+    named = colour(label)  # a backend's colour if the label names one, else one far from the predictions'
+    line_colour = named if named in BACKEND_COLOURS.values() else _MEASURED_COLOURS[i % len(_MEASURED_COLOURS)]
+    return go.Scatter(x=sizes, y=[t.gflops for t in ordered], mode="lines+markers", name=f"{label} (measured here)",
+                      line=dict(color=line_colour, width=2.2), marker=dict(size=8),
+                      hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
+
+
+def _predicted_rates(i: int, label: str, prediction: tuple[Sequence[float], Sequence[float]]) -> go.Scatter:
+    """The ith predicted series of gflops_by_size(), (sizes, FLOP/s) checked, dashed with hollow markers."""
+    sizes, flops_per_s = prediction
+    sizes_arr, rates_arr = np.asarray(sizes, dtype=float), np.asarray(flops_per_s, dtype=float) / 1e9
+    if sizes_arr.shape != rates_arr.shape or sizes_arr.ndim != 1 or not sizes_arr.size:
+        raise ValueError(f"prediction {label!r}: give (sizes, FLOP/s) as two sequences of the same length")
+    if np.any(~np.isfinite(rates_arr)) or np.any(rates_arr <= 0) or np.any(sizes_arr <= 0):
+        raise ValueError(f"prediction {label!r}: sizes and FLOP/s must be positive numbers")
+    dashes = ("dash", "dot", "dashdot", "longdash")
+    return go.Scatter(
+        x=sizes_arr, y=rates_arr, mode="lines+markers", name=f"{label} (predicted)",
+        line=dict(color=PREDICTION_COLOUR, width=1.8, dash=dashes[i % len(dashes)]),
+        marker=dict(symbol="circle-open", size=10, color=PREDICTION_COLOUR, line=dict(width=2)),
+        hovertemplate=f"<b>{escape(label)}</b>: predicted, not measured<br>n = %{{x:,}}<br>"
+                      "%{y:,.4g} GFLOP/s<extra></extra>")
 
 __all__ = ["gflops_bars", "gflops_by_size", "power_label", "roofline", "scaling", "speedup_bars"]

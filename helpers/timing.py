@@ -430,6 +430,7 @@ def benchmark(
     include a compile (XLA on a GPU or TPU), so the fastest warm call, not the first, sizes the samples. Extra
     warm calls stop once the budget is spent.
     """
+    # Step 1, as CuPy's profiler.benchmark: check every argument before anything runs; _repeat does the timing.
     if not callable(fn):
         raise TypeError(f"benchmark() times a function: its first argument must be callable, got "
                         f"{type(fn).__name__} {fn!r:.60}. Pass the function and its arguments, e.g. "
@@ -444,90 +445,140 @@ def benchmark(
     min_repeats, max_repeats, warmup = _counts(min_repeats, max_repeats, warmup)
     dtype = _dtype_name(dtype)
     n = None if n is None else positive_int("n (problem size)", n)
+    run = _Run(fn, args, _busy_backends(backend, args), clock, label or getattr(fn, "__name__", "fn"),
+               budget, max_time)
+    _repeat(run, backend, dtype, warmup, min_repeats, max_repeats)
+    result = _timing(run, dtype or run.actual, flops, bytes, n, capped=len(run.samples) < min_repeats)
+    _warn_if_suspect(result)
+    _judge_by_calibration(result, fn, args)
+    return result
 
+
+def _busy_backends(backend: str | None, args: tuple[Any, ...]) -> set[str]:
+    """The backends whose devices `args` keep busy (and the one asked for), each synchronised now: nothing queued
+    before the benchmark may leak into its first sample. Arrays on another backend than asked are a ValueError."""
     found = _backends.detect(args)
     if backend is not None and found not in ("python", backend) and not (backend == "python" and found == "numpy"):
         raise ValueError(f"benchmark(backend={backend!r}) got {found} arrays; move them first with "
                          f"helpers.to_backend(x, {backend!r}) so the transfer is not timed on every call")
     busy = {found} | ({backend} if backend else set())
-    _backends.sync_each(args, busy)  # nothing queued before us may leak into our first sample
+    _backends.sync_each(args, busy)
+    return busy
 
-    def timed_call(count: int) -> tuple[float, Any]:
-        t0 = clock()
+
+@dataclass
+class _Run:
+    """One benchmark's timing loop and what it has measured so far: the samples taken before max_time stand."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    busy: set[str]  # backends to wait for before every clock read
+    clock: Callable[[], float]
+    name: str
+    budget: float
+    max_time: float
+    first: float | None = None  # seconds of the first call, once it returned
+    spent: float = 0.0  # seconds of every call so far
+    out: Any = None  # what the latest call returned
+    chosen: str = "python"  # the backend the timing is reported on
+    actual: str | None = None  # the dtype the arrays have
+    number: int = 1  # calls per sample
+    samples: list[float] = field(default_factory=list)  # seconds per call, one per sample
+
+    def call(self, count: int) -> float:
+        """Seconds for `count` calls, the devices waited for: without the sync we would time the launch only."""
+        t0 = self.clock()
         for _ in range(count):
-            out = fn(*args)
-        _backends.sync_each(out, busy)  # wait for the devices: without this we would time the launch, not the work
-        return clock() - t0, out
+            self.out = self.fn(*self.args)
+        _backends.sync_each(self.out, self.busy)
+        return self.clock() - t0
 
-    name = label or getattr(fn, "__name__", "fn")
-    samples: list[float] = []
-    first: float | None = None
-
-    def too_slow() -> TooSlow:
+    def too_slow(self) -> TooSlow:
         """The benchmark ran past max_time before one sample: say how far it got."""
-        if first is None:
-            return TooSlow(f"benchmark of {name!r} ran past max_time={max_time:g} s in its first call: raise "
-                           "max_time or use a smaller size")
-        return TooSlow(f"benchmark of {name!r} ran past max_time={max_time:g} s before one repeated call was timed "
-                       f"(the first call took {format_seconds(first)}): time a smaller size, or raise max_time")
+        if self.first is None:
+            return TooSlow(f"benchmark of {self.name!r} ran past max_time={self.max_time:g} s in its first call: "
+                           "raise max_time or use a smaller size")
+        return TooSlow(f"benchmark of {self.name!r} ran past max_time={self.max_time:g} s before one repeated call "
+                       f"was timed (the first call took {format_seconds(self.first)}): time a smaller size, or "
+                       "raise max_time")
 
+
+def _repeat(run: _Run, backend: str | None, dtype: str | None, warmup: int, min_repeats: int,
+            max_repeats: int) -> None:
+    """Step 2, the timing loop: the first call, the warm calls, the calls per sample, then the samples."""
     limit = None
     try:
         # A real-time limit too, so that a call that never returns ends the benchmark (limits.py says where).
-        with time_limit(max_time, f"benchmark of {name!r}") as limit:
-            # The first call also shows where the results live: a jitted JAX function fed NumPy arrays returns
-            # JAX arrays still being computed. Every backend holding results is waited for, on every call.
-            t0 = clock()
-            out = fn(*args)
-            busy |= _backends.backends_in(out)
-            _backends.sync_each(out, busy)
-            first = clock() - t0
-            if first > max_time:
-                raise TooSlow(f"benchmark of {name!r}: the first call took {format_seconds(first)}, longer than "
-                              f"max_time={max_time:g} s; raise max_time or use a smaller size")
-            on_device = [b for b in ("cupy", "jax") if b in busy]
-            chosen = backend or (on_device[0] if on_device else "numpy" if "numpy" in busy else "python")
-            actual = _dtype_of(args) or _dtype_of(out)  # checked now, before the repeats spend the budget
-            if dtype is not None and actual is not None and dtype != actual and _backends.backends_in((args, out)):
-                raise ValueError(f"benchmark(dtype={dtype!r}) but the arrays are {actual}: leave dtype out, or make "
-                                 f"the inputs {dtype} (JAX makes float64 arrays only after "
-                                 f"`{_backends.JAX_X64_ON}`)")
-            spent = first
-
-            # One warm call at least, even when the first call spent the whole budget: the first call may include
-            # a compile, so only a warm call says how long a call takes. The fastest warm call sizes the samples.
-            warm: list[float] = []
-            while len(warm) < warmup and (not warm or spent - first < budget):
-                seconds, out = timed_call(1)
-                warm.append(seconds)
-                spent += seconds
-            if spent >= max_time:
-                raise too_slow()
-            fastest = min(warm)
-            number = max(1, int(MIN_SAMPLE_SECONDS / fastest)) if fastest > 0 else 1000
-            with _timed_region():
-                while True:
-                    elapsed, out = timed_call(number)
-                    samples.append(elapsed / number)
-                    spent += elapsed
-                    if len(samples) >= max_repeats or spent >= max_time:
-                        break
-                    if len(samples) >= min_repeats and spent - first >= budget:
-                        break
+        with time_limit(run.max_time, f"benchmark of {run.name!r}") as limit:
+            _first_call(run, backend, dtype)
+            run.number = _calls_per_sample(_warm_up(run, warmup))
+            _sample(run, min_repeats, max_repeats)
     except TimeLimitExceeded as exc:
         if limit is None or exc.limit is not limit:
             raise
-        if not samples:
-            raise too_slow() from None
-        # The samples taken before the limit stand; the timing is marked capped below.
+        if not run.samples:
+            raise run.too_slow() from None
+        # The samples taken before the limit stand; the timing is marked capped.
 
-    dtype = dtype or actual
-    peak = _judging_peak(fn, args, out, chosen, dtype or "float32", max(max_time - spent, 1.0))
-    result = Timing(name, chosen, dtype, np.asarray(samples), number, first,
-                    flops, bytes, peak, capped=len(samples) < min_repeats, n=n)
-    _warn_if_suspect(result)
-    _judge_by_calibration(result, fn, args)
-    return result
+
+def _first_call(run: _Run, backend: str | None, dtype: str | None) -> None:
+    """Time the first call apart (it may compile) and learn from it where the results live and their dtype.
+
+    A jitted JAX function fed NumPy arrays returns JAX arrays still being computed: every backend holding
+    results is waited for, on every call. The dtype is checked now, before the repeats spend the budget."""
+    t0 = run.clock()
+    run.out = run.fn(*run.args)
+    run.busy |= _backends.backends_in(run.out)
+    _backends.sync_each(run.out, run.busy)
+    run.first = run.spent = run.clock() - t0
+    if run.first > run.max_time:
+        raise TooSlow(f"benchmark of {run.name!r}: the first call took {format_seconds(run.first)}, longer than "
+                      f"max_time={run.max_time:g} s; raise max_time or use a smaller size")
+    on_device = [b for b in ("cupy", "jax") if b in run.busy]
+    run.chosen = backend or (on_device[0] if on_device else "numpy" if "numpy" in run.busy else "python")
+    run.actual = _dtype_of(run.args) or _dtype_of(run.out)
+    if dtype is not None and run.actual not in (None, dtype) and _backends.backends_in((run.args, run.out)):
+        raise ValueError(f"benchmark(dtype={dtype!r}) but the arrays are {run.actual}: leave dtype out, or make "
+                         f"the inputs {dtype} (JAX makes float64 arrays only after `{_backends.JAX_X64_ON}`)")
+
+
+def _warm_up(run: _Run, warmup: int) -> list[float]:
+    """Seconds of each warm call: one at least, even when the first call spent the whole budget (it may include
+    a compile, so only a warm call says how long a call takes); more, up to `warmup`, while the budget lasts."""
+    warm: list[float] = []
+    while len(warm) < warmup and (not warm or run.spent - run.first < run.budget):
+        warm.append(run.call(1))
+        run.spent += warm[-1]
+    if run.spent >= run.max_time:
+        raise run.too_slow()
+    return warm
+
+
+def _calls_per_sample(warm: list[float]) -> int:
+    """Calls in each sample, sized by the fastest warm call so that a sample lasts MIN_SAMPLE_SECONDS."""
+    fastest = min(warm)
+    return max(1, int(MIN_SAMPLE_SECONDS / fastest)) if fastest > 0 else 1000
+
+
+def _sample(run: _Run, min_repeats: int, max_repeats: int) -> None:
+    """Take samples of `run.number` calls until max_repeats or max_time, or min_repeats once the budget is spent."""
+    with _timed_region():
+        while True:
+            elapsed = run.call(run.number)
+            run.samples.append(elapsed / run.number)
+            run.spent += elapsed
+            if len(run.samples) >= max_repeats or run.spent >= run.max_time:
+                break
+            if len(run.samples) >= min_repeats and run.spent - run.first >= run.budget:
+                break
+
+
+def _timing(run: _Run, dtype: str | None, flops: float | None, nbytes: float | None, n: int | None,
+            capped: bool) -> Timing:
+    """The Timing of a finished run, with the roofs it is judged by (reading a JAX call may take what is left)."""
+    peak = _judging_peak(run.fn, run.args, run.out, run.chosen, dtype or "float32", max(run.max_time - run.spent, 1.0))
+    return Timing(run.name, run.chosen, dtype, np.asarray(run.samples), run.number, run.first,
+                  flops, nbytes, peak, capped=capped, n=n)
 
 
 def _judging_peak(fn: Callable[..., Any], args: tuple[Any, ...], out: Any, chosen: str, judged: str,

@@ -1,5 +1,5 @@
-"""Repository checks: the README's two set-up commands and CI, the chapter map, lint, Binder and conda files, and
-what CI's floors step (tests/floors.py) pins and leaves off.
+"""Repository checks: the README's two set-up commands and CI, the chapter map, lint, the complexity of helpers/,
+Binder and conda files, and what CI's floors step (tests/floors.py) pins and leaves off.
 
 The README's ```bash blocks are reserved for the two set-up commands, each one line right under its heading;
 CI (.ci/run) runs the test command verbatim, so the instructions a reader follows are the ones CI proves.
@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ import pytest
 from floors import FLOORED, HONESTY_TEST, OFF_THE_FLOORS, floors, off_the_floors
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from radon.complexity import cc_visit
+from radon.visitors import Class
 
 from helpers import project
 
@@ -125,6 +128,59 @@ def test_ruff_passes_notebooks_included() -> None:
     result = subprocess.run([*ruff_command(), "check", "--no-cache", "."], cwd=ROOT, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, f"ruff check . failed:\n{result.stdout}{result.stderr}"
+
+
+# ---------------------------------------------------------------- the complexity gate
+
+#: No function in helpers/ above this cyclomatic complexity as radon counts it. Ruff's C901 (mccabe) counts less: it
+#: leaves out `and`/`or` and a comprehension's loops and conditions, so it scored the old plots.roofline 12, radon 51.
+MAX_COMPLEXITY = 20
+#: Modules the gate leaves off, each with why. The CUDA executor's modules belong to its second design (issues 25 and
+#: 26), which rewrites them as a sub-package held to the same limit; splitting them now would be thrown away then.
+#: Drop an entry when its module goes (test_the_complexity_gate_exempts_only_modules_that_exist says so).
+COMPLEXITY_EXEMPT = {
+    "helpers/cuda_c.py": "the CUDA C translator: issue 26 rewrites it in the executor's sub-package",
+    "helpers/cuda_sim.py": "the executor's thread runtime: issue 25 rewrites it as lock-step lanes in a sub-package",
+    "helpers/cupy_cpu.py": "the executor's CuPy-shaped front: issue 25 moves it into the sub-package",
+}
+
+
+def complexities(source: str) -> Iterator[tuple[str, int]]:
+    """(qualified name, radon's cyclomatic complexity) of every function in `source`: methods, nested functions
+    and the methods of nested classes too (radon's own report leaves the last two out)."""
+    def walk(blocks: list, prefix: str) -> Iterator[tuple[str, int]]:
+        for block in blocks:
+            if isinstance(block, Class):
+                yield from walk(block.methods + block.inner_classes, f"{prefix}{block.name}.")
+            elif prefix or not block.is_method:  # radon lists a class's methods beside it too: walked with it
+                yield f"{prefix}{block.name}", block.complexity
+                yield from walk(block.closures, f"{prefix}{block.name}.")
+    return walk(cc_visit(source), "")
+
+
+def test_no_function_in_helpers_is_above_complexity_20() -> None:
+    gated = [path for path in sorted((ROOT / "helpers").rglob("*.py"))
+             if path.relative_to(ROOT).as_posix() not in COMPLEXITY_EXEMPT]
+    too_complex = [f"{path.relative_to(ROOT).as_posix()}: {name} ({score})" for path in gated
+                   for name, score in complexities(path.read_text(encoding="utf-8")) if score > MAX_COMPLEXITY]
+    assert len(gated) > 30, "the gate found too few modules in helpers/ to prove anything"
+    assert not too_complex, (f"above cyclomatic complexity {MAX_COMPLEXITY} (radon cc -s helpers/): split each into "
+                             "named steps:\n" + "\n".join(too_complex))
+
+
+def test_the_complexity_gate_sees_methods_nested_functions_and_nested_classes() -> None:
+    branches = "".join(f"if x == {i}:\n    return {i}\n" for i in range(MAX_COMPLEXITY))  # complexity 21
+    source = (f"def top(x):\n    def inner(x):\n{textwrap.indent(branches, ' ' * 8)}    return inner\n\n\n"
+              f"class Outer:\n    class Inner:\n        def method(self, x):\n{textwrap.indent(branches, ' ' * 12)}")
+    source += "\n    def plain(self):\n        return 1\n"
+    assert sorted(complexities(source)) == [("Outer.Inner.method", MAX_COMPLEXITY + 1), ("Outer.plain", 1),
+                                            ("top", 1), ("top.inner", MAX_COMPLEXITY + 1)]
+
+
+def test_the_complexity_gate_exempts_only_modules_that_exist() -> None:
+    gone = [path for path in COMPLEXITY_EXEMPT if not (ROOT / path).is_file()]
+    assert not gone, f"exempt from the complexity gate but no longer there: drop {gone} from COMPLEXITY_EXEMPT"
+    assert all(path.startswith("helpers/") and reason for path, reason in COMPLEXITY_EXEMPT.items())
 
 
 def test_binder_installs_the_package_without_cupy() -> None:
