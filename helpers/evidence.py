@@ -3,8 +3,9 @@
     python -m helpers.evidence     # rewrites docs/predictions.md from docs/published-measurements.json
                                    # and the docs/gpu-report-*.json files of runs on a GPU or a TPU
 
-A test keeps every ratio within RATIO_LIMIT and the page in step with the data. Rows the model cannot be checked
-against (no device named, or a figure the model does not cover) are listed apart, each with its reason. The rows
+A test keeps every ratio within RATIO_LIMIT and the page in step with the data. Rows left out of that check (no
+device named, a figure the model does not cover, one judged unrepresentative) are listed apart, each with its reason
+and, where the model can price the work (the row's `as_if`), its ratio, held to no limit. The rows
 of every gpu-report file committed under docs/ (`python -m helpers gpu-report --json`, run on a GPU or a TPU) are
 listed as measured by this project, each beside its prediction.
 """
@@ -12,6 +13,7 @@ listed as measured by this project, each beside its prediction.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,9 @@ PAGE = ROOT / "docs" / "predictions.md"
 REPORTS = "gpu-report-*.json"
 #: How far a prediction may be from a published measurement, either way.
 RATIO_LIMIT = 2.0
+
+#: A GitHub file address that can drift: a branch (main, master) where a commit belongs.
+UNPINNED = re.compile(r"github\.com/[^/\s]+/[^/\s]+/blob/(?:main|master)/")
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 _RATES = {"TFLOP/s": 1e12, "FLOP/s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "GiB/s": 2**30}
@@ -67,6 +72,8 @@ def measured_seconds(row: dict[str, Any]) -> float:
 
 def predicted_seconds(model: dict[str, Any]) -> float:
     """What helpers.roofline predicts for the work a row describes, timed as the row was timed."""
+    if model["op"] == "call":  # the fixed cost of `calls` calls of one kind, whatever the device
+        return model.get("calls", 1) * roofline.OVERHEADS[model["call"]].value
     spec, timed = model["spec"], model["timed"]
     if model["op"] == "matmul":
         return roofline.predict_matmul_seconds(spec, model["m"], model["k"], model["n"], model["dtype"], timed=timed)
@@ -74,13 +81,41 @@ def predicted_seconds(model: dict[str, Any]) -> float:
         return roofline.predict_seconds(spec, flops=0, bytes=model["bytes"], dtype=None, call="cupy", timed=timed)
     if model["op"] == "copy":
         return roofline.predict_copy_seconds(spec, model["bytes"], timed=timed, memory=model["memory"])
-    raise ValueError(f"model op {model['op']!r} is not one of matmul, elementwise, copy")
+    raise ValueError(f"model op {model['op']!r} is not one of matmul, elementwise, copy, call")
 
 
 def checks(rows: list[dict[str, Any]] | None = None) -> list[Check]:
     """Every row the model is checked against, with its measured and predicted seconds."""
     return [Check(r, measured_seconds(r), predicted_seconds(r["model"]))
             for r in (load() if rows is None else rows) if "op" in r["model"]]
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A published row left out of the check: why, and its ratio where the model can price the work (else None)."""
+
+    row: dict[str, Any]
+    why: str
+    ratio: float | None
+
+
+def left_out(rows: list[dict[str, Any]] | None = None) -> list[LeftOut]:
+    """Every row the check leaves out, with its reason and the ratio its `as_if` model gives (None without one)."""
+    out = []
+    for r in load() if rows is None else rows:
+        model = r["model"]
+        if "op" in model:
+            continue
+        why = model.get("excluded") or f"source of {model['source_of']}"
+        as_if = model.get("as_if")
+        ratio = (measured_seconds({**r, "model": as_if}) / predicted_seconds(as_if)) if as_if else None
+        out.append(LeftOut(r, why, ratio))
+    return out
+
+
+def unpinned(text: str) -> list[str]:
+    """The GitHub file addresses in `text` that name a branch, not a commit: what they show can change."""
+    return [m.group(0) for m in UNPINNED.finditer(text)]
 
 
 def _seconds(s: float) -> str:
@@ -128,7 +163,7 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
            "A row marked *sets a constant* is where one of the model's constants comes from (see the constants at "
            "the end): it checks nothing on its own.", "",
            f"{len(done)} rows checked; ratios from {min(c.ratio for c in done):.2f} to "
-           f"{max(c.ratio for c in done):.2f}.", ""]
+           f"{max(c.ratio for c in done):.2f}. {_left_out_summary(left_out(rows))}", ""]
     for spec in dict.fromkeys(c.row["model"]["spec"] for c in done):
         out += [f"## {spec}", "", "| operation | work | timed | published (as stated) | measured | predicted | "
                 "ratio | source |", "|---|---|---|---|---|---|---|---|"]
@@ -139,14 +174,7 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
                        f"{_cell(r['measured'])} {_cell(r['unit'])} ({_cell(r['device'])}) | {_seconds(c.measured)} | "
                        f"{_seconds(c.predicted)} | {c.ratio:.2f}{sets} | <{r['url']}> |")
         out.append("")
-    out += ["## Published rows the model is not checked against", "", "| device | operation | figure | why | source |",
-            "|---|---|---|---|---|"]
-    for r in rows:
-        why = r["model"].get("excluded") or (f"source of {r['model']['source_of']}" if "source_of" in r["model"]
-                                             else None)
-        if why:
-            out.append(f"| {_cell(r['device'])} | {_cell(r['operation'])}: {_cell(r['library'])} | "
-                       f"{_cell(r['measured'])} {_cell(r['unit'])} | {_cell(why)} | <{r['url']}> |")
+    out += _left_out_section(left_out(rows))
     out += ["", "## Searched for and not found", "",
             "Published measurements the model would be checked against, had anyone published them. Where none "
             "was found, the model says what it does instead:", "",
@@ -164,6 +192,30 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
                               ("TPU_PIPELINED_LEAST", least, _seconds(least.value))):
         out.append(f"| {name} | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
     return "\n".join(out) + "\n"
+
+
+def _ratio_cell(item: LeftOut) -> str:
+    return "none" if item.ratio is None else f"{item.ratio:.2f}"
+
+
+def _left_out_summary(items: list[LeftOut]) -> str:
+    """One sentence: how many rows are left out, how many have a ratio, how many of those are beyond the limit."""
+    priced = [i.ratio for i in items if i.ratio is not None]
+    beyond = sum(not 1 / RATIO_LIMIT <= r <= RATIO_LIMIT for r in priced)
+    return (f"{len(items)} published rows are left out of that check and listed below with their reasons; "
+            f"{len(priced)} of them have a ratio, {beyond} beyond {RATIO_LIMIT:g}x.")
+
+
+def _left_out_section(items: list[LeftOut]) -> list[str]:
+    """The page's table of left-out rows: device, work, figure, ratio (or none), why, source."""
+    out = ["## Published rows left out of the check", "",
+           "Each with its reason, and its ratio where the model can price the work (held to no limit; 'none' "
+           "where it cannot, the reason says why).", "",
+           "| device | operation | figure | ratio | why | source |", "|---|---|---|---|---|---|"]
+    out += [f"| {_cell(i.row['device'])} | {_cell(i.row['operation'])}: {_cell(i.row['library'])} | "
+            f"{_cell(i.row['measured'])} {_cell(i.row['unit'])} | {_ratio_cell(i)} | {_cell(i.why)} | "
+            f"<{i.row['url']}> |" for i in items]
+    return out
 
 
 def load_reports(folder: Path = ROOT / "docs") -> list[tuple[str, dict[str, Any]]]:

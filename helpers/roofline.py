@@ -178,7 +178,8 @@ OVERHEADS: dict[str, Cost] = {
     "jax_tpu": Cost(100e-6, "one synced call of a jitted JAX function on a TPU: dispatch, launch, and the wait",
                     "fitted: JAX's TPU matmul guide times a 1024³ bf16 matmul on a v5e at 0.1194 ms end to end, "
                     "of which the roofline at 95% of the peak is 0.0115 ms "
-                    "(https://github.com/jax-ml/jax/blob/main/docs/pallas/tpu/matmul.ipynb); no published figure "
+                    "(https://github.com/jax-ml/jax/blob/"
+                    "ee6cce5601fe1a81cec914bf50f3cbd9a72d69b1/docs/pallas/tpu/matmul.ipynb); no published figure "
                     "separates dispatch from the wait, so pipelined calls on a TPU are predicted as a range, from "
                     "TPU_PIPELINED_LEAST to this"),
 }
@@ -187,8 +188,9 @@ OVERHEADS: dict[str, Cost] = {
 KERNEL_FLOOR: dict[str, Cost] = {
     "gpu": Cost(5.2e-6, "the least time one GPU kernel takes",
                 "XLA's published matmul table for sm_90 (H100) times a 256³ bf16 matmul at 6.45 TFLOP/s, 5.2 µs, of "
-                "which 0.05 µs is arithmetic at the peak (https://github.com/tensorflow/tensorflow/blob/master/third_party/"
-                "xla/xla/service/gpu/model/matmul_interpolator_data.h)"),
+                "which 0.05 µs is arithmetic at the peak (https://github.com/tensorflow/tensorflow/blob/"
+                "372d578bb861cc5804e56d37d93aec931a59762c/third_party/xla/xla/service/gpu/model/"
+                "matmul_interpolator_data.h)"),
 }
 
 #: The fraction of the compute roof a large matmul reaches, by kind of device.
@@ -200,7 +202,8 @@ MATMUL_EFFICIENCY: dict[str, Cost] = {
                 "https://github.com/Azure/AI-benchmarking-guide); the T4 and L4 are power-limited cards"),
     "tpu": Cost(0.95, "fraction of the bf16 MXU peak a large XLA matmul reaches",
                 "JAX's v5e timings: 16384³ in 46.953 ms, 95% of 197 TFLOP/s "
-                "(https://github.com/jax-ml/jax/blob/main/docs/pallas/tpu/sparse.ipynb)"),
+                "(https://github.com/jax-ml/jax/blob/"
+                "ee6cce5601fe1a81cec914bf50f3cbd9a72d69b1/docs/pallas/tpu/sparse.ipynb)"),
     "cpu": Cost(BLAS_BEST_EFFICIENCY, "fraction of the SIMD peak a tuned BLAS reaches",
                 "the rule the CPU peak is built on (helpers.cpu.BLAS_BEST_EFFICIENCY): OpenBLAS, MKL and "
                 "Accelerate top out at 85-92%"),

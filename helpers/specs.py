@@ -29,7 +29,8 @@ class DeviceSpec:
     #: What does the arithmetic, in words, and how many multiply-adds the chip starts per clock cycle.
     mac_units: tuple[str, int] | None = None
     #: Bytes of L2 cache, or None where no public source for it was found (see `l2_source`). NVIDIA's "MB" here
-    #: is 2**20 bytes: CUDA's l2CacheSize reads 4194304 on a T4, 41943040 on an A100, 52428800 on an H100.
+    #: is 2**20 bytes: published deviceQuery outputs read 'L2 Cache Size: 4194304 bytes' on a T4 and 41943040 on
+    #: an A100-SXM4-40GB (_DEVICEQUERY_T4_A100), 52428800 on an H100 80GB HBM3 (_DEVICEQUERY_H100).
     l2_bytes: int | None = None
     l2_source: str = ""  # where the L2 size was published, with its address; or why there is none
     #: Public addresses of the documents the peaks, bandwidth and memory come from (`source` names them).
@@ -64,6 +65,15 @@ _HOPPER_PAPER = "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper
 _HOPPER_BLOG = "https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/"
 _H200_PAGE = "https://www.nvidia.com/en-us/data-center/h200/"  # H200 SXM and H200 NVL columns
 
+#: Published deviceQuery outputs (CUDA samples), pinned at the commit they were read at.
+_DEVICEQUERY_T4_A100 = ("https://github.com/router-gao/cuda-demo/blob/bc767ff2b0f7d5294e2b40de0b93454fae4158ac/"
+                        "cuda-samples/01-cuda-deviceQuery.md")
+_DEVICEQUERY_H100 = ("https://github.com/thamada/nvidia-smi/blob/03fbe6e68c0bb4c28b72d5da786a9712a33cf408/"
+                     "nvsim/H100SXMx8_deviceQuery.py")
+#: CUDA's bandwidthTest on a T4 and an A100-SXM4-40GB (Alibaba Cloud VMs), pinned.
+_BANDWIDTHTEST_T4_A100 = ("https://github.com/router-gao/cuda-demo/blob/dca1c6b28a29b06f1468d2e1bdc2fc3054d7c6a2/"
+                          "cuda-samples/02-cuda-bandwidth.md")
+
 _A100_L2 = (f"40 MB L2 cache (NVIDIA, A100: {_AMPERE_BLOG}); the same 40 MB on every A100, 40GB or 80GB, SXM "
             f"or PCIe ({_A100_TABLE})")
 _H100_L2 = (f"50 MB L2 cache on H100 SXM5 and H100 PCIe (NVIDIA's H100 table, {_H100_TABLE}; {_HOPPER_BLOG}: "
@@ -84,10 +94,9 @@ GPUS: tuple[DeviceSpec, ...] = (
         notes="FP16 tensor cores only; no BF16 or TF32 tensor cores.",
         aliases=("tesla t4", "t4"),
         mac_units=("2,560 CUDA cores, each one FP32 multiply-add per cycle", 2560),
-        l2_source=("not published in a source we could read: the T4 datasheet gives no L2 size, and Jia et al. "
-                   "measure the T4's caches (https://arxiv.org/abs/1903.07486) but their figure could not be read "
-                   "from a stored copy, so none is assumed (on a T4, CuPy's getDeviceProperties(0)['l2CacheSize'] "
-                   "reads it)"),
+        l2_bytes=4 * MIB,
+        l2_source=("4 MB: a published deviceQuery on a Tesla T4 reads 'L2 Cache Size: 4194304 bytes' "
+                   f"({_DEVICEQUERY_T4_A100}); the T4 datasheet gives no L2 size"),
         urls=(_T4_SHEET,),
     ),
     DeviceSpec(
@@ -96,8 +105,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         300 * GIGA, 24e9, "Colab", "NVIDIA L4 datasheet", aliases=("l4",),
         l2_bytes=48 * MIB,
         l2_source=("48 MB L2 (third-party GPU database, https://fpsbench.com/compare/gpu/nvidia-l4-vs-nvidia-tesla-m40"
-                   "; a published deviceQuery on an L4 reads 'L2 Cache Size: 50331648 bytes'); no NVIDIA document "
-                   "giving the L4's L2 was found"),
+                   "); no NVIDIA document and no public deviceQuery of an L4 with its address were found"),
         urls=(_L4_PAGE,),
     ),
     DeviceSpec(
@@ -275,7 +283,7 @@ def get(name: str | bytes) -> DeviceSpec:
 #: (pinned host memory, CUDA's bandwidthTest or nvbandwidth) vary with the host: the figure is within them.
 HOST_LINKS: dict[str, tuple[float, str]] = {
     "NVIDIA T4": (11 * GIGA, "PCIe Gen3 x16: measured 9.7 GB/s to and 11.1 GB/s from a T4 (bandwidthTest, pinned, "
-                             "https://github.com/router-gao/cuda-demo/blob/main/cuda-samples/02-cuda-bandwidth.md)"),
+                             f"{_BANDWIDTHTEST_T4_A100})"),
     "NVIDIA L4": (20 * GIGA, "PCIe Gen4 x16: assumed as on A100 hosts; no published L4 measurement was found"),
     "NVIDIA A100 40GB": (20 * GIGA, "PCIe Gen4 x16: measured 12.3 to 26.3 GB/s on different hosts "
                                     "(https://github.com/router-gao/cuda-demo, https://github.com/jdh4/della-gpu-A100, "

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import chapter_kernel
 
-from helpers import choosing, roofline
+from helpers import choosing, evidence, roofline
 
 KERNEL = chapter_kernel("06_when_to_use_which.ipynb", "decay_steps")
 CHAPTER = Path(__file__).resolve().parents[1] / "notebooks" / "06_when_to_use_which.ipynb"
@@ -163,6 +163,7 @@ def test_every_price_is_published_with_its_address_and_date_and_covers_the_predi
     for p in choosing.PRICES:
         assert p.dollars_per_hour > 0 and str(p.dollars_per_hour).rstrip("0") in p.quoted.replace("1.2,", "1.2")
         assert "https://github.com/" in p.source and ("generated" in p.source or "states no date" in p.source)
+        assert evidence.unpinned(p.source) == [], p.source  # a catalogue at a branch would change under the price
 
 
 @pytest.mark.parametrize(("amount", "shown"), [(508750.51, "$508,751"), (999.994, "$999.99"), (15.8414, "$15.84"),

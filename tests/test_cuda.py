@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import math
@@ -630,7 +631,9 @@ def test_memory_bound_sizes_are_four_times_the_l2_or_more(monkeypatch) -> None:
     assert h100.beyond_l2(10_000_000, bytes_per_element=12) == 18_000_000
     assert h100.beyond_l2(60_000_000, bytes_per_element=4) == 60_000_000  # already beyond
     t4 = cuda.GPU("NVIDIA T4", specs.get("NVIDIA T4"), here=False)
-    assert t4.l2_bytes() is None and t4.beyond_l2(10_000_000, 4) == 10_000_000  # no L2 on file: the size asked
+    assert t4.l2_bytes() == 4 * 2**20 and t4.beyond_l2(10_000_000, 4) == 10_000_000  # 4 x 4 MiB is less: as asked
+    unknown = cuda.GPU("NVIDIA T4", dataclasses.replace(specs.get("NVIDIA T4"), l2_bytes=None), here=False)
+    assert unknown.l2_bytes() is None and unknown.beyond_l2(1_000, 4) == 1_000  # no L2 on file: the size asked
     runtime = types.SimpleNamespace(getDeviceProperties=lambda device: {"l2CacheSize": 6 * 2**20})
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime)))
     assert cuda.GPU("Tesla T4", specs.get("NVIDIA T4"), here=True).beyond_l2(1_000, 4) == 7_000_000  # the card's

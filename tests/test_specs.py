@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from helpers import specs
+from helpers import evidence, specs
 
 #: Device names as CUDA reports them (CuPy's getDeviceProperties(0)["name"]; JAX's device_kind on a GPU is the
 #: same string), each with the spec it must find.
@@ -107,7 +109,7 @@ def test_every_gpu_has_an_l2_size_with_its_source(spec):
 def test_l2_sizes():
     mib = 2**20
     l2 = {name: specs.get(name).l2_bytes for name in (n for n, _ in CUDA_NAMES)}
-    assert l2["Tesla T4"] is None and l2["NVIDIA L4"] == 48 * mib  # the T4's: no readable public source
+    assert l2["Tesla T4"] == 4 * mib and l2["NVIDIA L4"] == 48 * mib  # the T4's: a published deviceQuery
     assert {l2[n] for n in l2 if "A100" in n} == {40 * mib}
     assert l2["NVIDIA H100 80GB HBM3"] == l2["NVIDIA H100 PCIe"] == 50 * mib
     assert l2["NVIDIA H100 NVL"] is None and l2["NVIDIA H200"] is None  # no public source found
@@ -176,3 +178,28 @@ def test_critical_intensity():
     assert specs.get("TPU v5 lite").critical_intensity == pytest.approx(240, rel=0.05)  # 197 TFLOP/s / 819 GB/s
     a100 = specs.get("NVIDIA A100-SXM4-40GB")
     assert a100.critical_intensity == pytest.approx(312e12 / 1555e9)
+
+
+def _sources() -> list[str]:
+    """Every source text in specs: each device's source, notes, addresses and L2 source, each host link's source."""
+    texts = [t for spec in specs.ALL for t in (spec.source, spec.notes, spec.l2_source, *spec.urls)]
+    return texts + [source for _, source in specs.HOST_LINKS.values()]
+
+
+def test_no_source_address_can_drift():
+    """A GitHub file cited at a branch (blob/main) can change under the figure: each names its commit."""
+    assert [a for text in _sources() for a in evidence.unpinned(text)] == []
+
+
+@pytest.mark.parametrize("name", list(specs.HOST_LINKS))
+def test_every_host_link_is_measured_with_an_address_or_says_it_is_assumed(name):
+    rate, source = specs.HOST_LINKS[name]
+    assert rate > 0 and ("https://" in source or source.split(": ")[1].startswith("assumed")), source
+
+
+@pytest.mark.parametrize("spec", specs.GPUS, ids=lambda s: s.name)
+def test_an_l2_figure_is_stated_only_beside_an_address(spec):
+    """A size in bytes or MB in an L2 source (a deviceQuery reading, a datasheet) comes with where it was read."""
+    if re.search(r"\d+ (?:MB|bytes)", spec.l2_source):
+        assert "https://" in spec.l2_source, spec.l2_source
+
