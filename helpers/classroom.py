@@ -11,13 +11,10 @@ files put in place: a link found where one goes is replaced, never written throu
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import io
 import json
 import os
 import reprlib
-import secrets
 import stat
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -26,8 +23,13 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from . import prompts
+import numpy as np
+
+from . import prompts, specs
+from .files import OutputError, output_folder, replace_file
+from .hardware import Peak
 from .project import CHAPTERS
+from .timing import Timing, format_fraction, format_seconds
 from .validate import LARGEST, finite
 
 #: The notebooks of a clone of the repository (an installed package has none).
@@ -37,63 +39,13 @@ MEASURED_TAG = "nbval-ignore-output"
 ZIP_NAME = "loops-to-tpus-chapters.zip"
 
 
-class ClassroomError(Exception):
-    """A problem the command reports in one line (exit code 2)."""
+#: A problem the command reports in one line (exit code 2): files.OutputError, which `python -m helpers` catches
+#: under this name, so that a folder files.output_folder refuses is one line too.
+ClassroomError = OutputError
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Learner copies
-
-
-def output_folder(folder: Path, force: bool, forbidden: Path, forbidden_what: str, what: str) -> None:
-    """Make `folder` ready for `what`: never `forbidden` or inside it, an empty folder unless `force`."""
-    if _inside(_resolved(folder), forbidden):
-        raise ClassroomError(f"{folder} is {forbidden_what}: write {what} somewhere else")
-    if folder.is_symlink() and not folder.exists():
-        raise ClassroomError(f"{folder} is a symbolic link to {os.readlink(folder)}, which is not a folder: create "
-                             "that folder first, or give another one")
-    if folder.exists() and not folder.is_dir():
-        raise ClassroomError(f"{folder} is a file, not a folder")
-    if folder.exists() and any(folder.iterdir()) and not force:
-        raise ClassroomError(f"{folder} is not empty: add --force to write {what} into it anyway")
-    folder.mkdir(parents=True, exist_ok=True)
-
-
-def _resolved(folder: Path) -> Path:
-    """`folder` with every symbolic link followed; a ClassroomError when they lead round in a loop."""
-    try:
-        with contextlib.suppress(FileNotFoundError):  # a folder to create
-            os.stat(folder)  # ELOOP on every Python (3.13's resolve() no longer raises for a loop)
-        return folder.resolve()
-    except (RuntimeError, OSError) as exc:  # ELOOP; RuntimeError: Python 3.11 and 3.12's "Symlink loop"
-        loop = isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP
-        why = "a loop of symbolic links" if loop else exc.strerror or str(exc)
-        raise ClassroomError(f"{folder} cannot be followed to a folder ({why}): give a folder, or a path where "
-                             "one can be created") from None
-
-
-def _inside(where: Path, forbidden: Path) -> bool:
-    """Whether the resolved path `where` is the folder `forbidden` or inside it, under any name."""
-    top = forbidden.resolve()
-    for place in (where, *where.parents):
-        with contextlib.suppress(OSError):  # a place that does not exist yet is no other folder's name
-            if place == top or os.path.samefile(place, top):
-                return True
-    return False
-
-
-def replace_file(path: Path, data: bytes) -> None:
-    """Write `data` as a new file renamed to `path`: a link there is replaced, never written through."""
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temp)
-        raise
 
 
 def write_page(path: str | Path, text: str) -> None:
@@ -208,10 +160,12 @@ COUNT: Check = ((lambda value: isinstance(value, int) and not isinstance(value, 
                 "a whole number from 1 to 2**53")
 #: The fields of a bench --json file the page reads, and what each must be (any other field is not read).
 TOP_FIELDS = {"name": _nullable(TEXT)}
-HARDWARE_FIELDS = {"cpu_model": _nullable(TEXT), "peak_fp32": _nullable(NUMBER), "bandwidth": _nullable(NUMBER),
+HARDWARE_FIELDS = {"cpu_model": _nullable(TEXT), "peak_fp32": _nullable(NUMBER), "peak_formula": _nullable(TEXT),
+                   "bandwidth": _nullable(NUMBER), "jax_platform": _nullable(TEXT),
                    "accelerators": ((lambda value: value is None or isinstance(value, list)), "a list or null")}
-ACCELERATOR_FIELDS = {"name": _nullable(TEXT), "peak_flops": _nullable((_peaks, "an object of numbers >= 0")),
-                      "peak_bandwidth": _nullable(NUMBER)}
+ACCELERATOR_FIELDS = {"kind": _nullable(TEXT), "name": _nullable(TEXT),
+                      "peak_flops": _nullable((_peaks, "an object of numbers >= 0")),
+                      "peak_bandwidth": _nullable(NUMBER), "source": _nullable(TEXT)}
 RESULT_FIELDS = {"op": TEXT, "backend": TEXT, "n": COUNT, "dtype": TEXT, "median_s": NUMBER,
                  "gflops": _nullable(NUMBER), "gbps": _nullable(NUMBER), "fraction_of_peak": _nullable(NUMBER)}
 
@@ -324,7 +278,7 @@ def read_machines(paths: Sequence[str | Path]) -> tuple[list[Machine], list[str]
 
 def class_page(machines: Sequence[Machine]) -> str:
     """One self-contained HTML page (plotly.js inlined: it opens offline): every result in a table, matmul and
-    axpby GFLOP/s per machine and backend, and each machine's points under its own roofs."""
+    axpby GFLOP/s per machine and backend, and each machine's points under its own roofs (`roofline_figures`)."""
     import plotly.io as pio
 
     if not machines:
@@ -333,10 +287,12 @@ def class_page(machines: Sequence[Machine]) -> str:
     rows = "".join(
         "<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in (
             m.name, r["op"], r["backend"], f"{r['n']:,}" if isinstance(r["n"], int) else r["n"], r["dtype"],
-            _seconds(r["median_s"]), _num(r.get("gflops")), _num(r.get("gbps")), _fraction(r.get("fraction_of_peak"))))
+            format_seconds(r["median_s"]), _num(r.get("gflops")), _num(r.get("gbps")),
+            format_fraction(r.get("fraction_of_peak"))))
         + "</tr>" for m in machines for r in m.results)
     charts = [pio.to_html(bars_figure(machines), include_plotlyjs=True, full_html=False)]
-    charts += [pio.to_html(roofline_figure(m), include_plotlyjs=False, full_html=False) for m in machines]
+    charts += [pio.to_html(fig, include_plotlyjs=False, full_html=False)
+               for m in machines for fig in roofline_figures(m)]
     table = (f"<table><thead><tr>{''.join(f'<th>{h}</th>' for h in heads)}</tr></thead><tbody>{rows}</tbody>"
              "</table>")
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Our machines side by side</title>"
@@ -345,10 +301,12 @@ def class_page(machines: Sequence[Machine]) -> str:
             f"</head><body><h1>Our machines side by side</h1><p>{len(machines)} machine(s), each measured by "
             "<code>python -m helpers bench --json</code>.</p><h2>Every result</h2>" + table
             + "<h2>GFLOP/s by machine and backend</h2>" + charts[0]
-            + "<h2>Each machine under its own roofs</h2><p>The flat roof is the machine's peak (the CPU's estimated "
-              "from its cores, clock and vector units; an accelerator's published). The slanted one is main memory's "
-              "bandwidth, measured by bench with one thread: a point above it read its data from the caches, or on "
-              "several cores at once.</p>" + "".join(charts[1:]) + "</body></html>")
+            + "<h2>Each machine under its own roofs</h2><p>One roofline for each device of a machine with roofs on "
+              "file, with the points measured on it: Python loops and NumPy on the CPU, CuPy on the GPU, JAX where its "
+              "platform was. The flat roofs are the device's peaks (the CPU's estimated from its cores, clock and "
+              "vector units; an accelerator's published, one per dtype). The slanted one is its memory's bandwidth "
+              "(the CPU's measured by bench with one thread: a point above it read its data from the caches, or on "
+              "several cores at once).</p>" + "".join(charts[1:]) + "</body></html>")
 
 
 def bars_figure(machines: Sequence[Machine]) -> Any:
@@ -372,47 +330,96 @@ def bars_figure(machines: Sequence[Machine]) -> Any:
     return fig
 
 
-def roofline_figure(machine: Machine) -> Any:
-    """The machine's measured points under its roofs: the CPU's (from its facts) and each accelerator's that
-    has published peaks. A point's intensity is its GFLOP/s over its GB/s."""
-    import numpy as np
-    import plotly.graph_objects as go
-
-    from .style import ROOF_COLOUR, TEMPLATE, colour
-
-    fig = go.Figure()
-    roofs = []
-    hw = machine.hardware
-    if _number(hw.get("peak_fp32")) and _number(hw.get("bandwidth")):
-        roofs.append((f"CPU ({hw.get('cpu_model', '?')})", hw["peak_fp32"], hw["bandwidth"]))
-    for accel in hw.get("accelerators") or []:
-        peaks = accel.get("peak_flops") if isinstance(accel, dict) else None
-        if isinstance(peaks, dict) and peaks and _number(accel.get("peak_bandwidth")):
-            roofs.append((str(accel.get("name", "accelerator")), max(peaks.values()), accel["peak_bandwidth"]))
-    intensity = np.logspace(-2, 3, 100)
-    for name, peak, bandwidth in roofs:
-        fig.add_scatter(x=intensity, y=np.minimum(peak, intensity * bandwidth) / 1e9, mode="lines", name=name,
-                        line={"color": ROOF_COLOUR, "dash": "solid" if name.startswith("CPU") else "dash"})
-    for r in machine.results:
-        if r.get("gflops") and r.get("gbps"):
-            fig.add_scatter(x=[r["gflops"] / r["gbps"]], y=[r["gflops"]], mode="markers",
-                            marker={"size": 11, "color": colour(r["backend"])},
-                            name=f"{r['op']} {r['backend']}")
-    fig.update_layout(template=TEMPLATE, title=machine.name, height=380,
-                      xaxis={"type": "log", "dtick": 1, "title": "FLOP per byte"},
-                      yaxis={"type": "log", "dtick": 1, "title": "GFLOP/s"})
-    return fig
+#: The kind of device each backend of bench runs on ("loops" and "numpy" the CPU, "cupy" the first GPU); JAX runs on
+#: its platform (hardware.jax_platform: "cpu", "gpu" or "tpu"), on the first device of that kind.
+BACKEND_DEVICES = {"loops": "cpu", "numpy": "cpu", "cupy": "gpu"}
 
 
-def _seconds(s: float) -> str:
-    from .timing import format_seconds
+def roofline_figures(machine: Machine) -> list[Any]:
+    """One `plots.roofline` for each of the machine's devices with roofs on file (its CPU, its first GPU and TPU
+    with published peaks), with the points of the backends that ran on it."""
+    from .plots import roofline
+    from .roofline import roofs
 
-    return format_seconds(s)
+    figures = []
+    for kind, device in _devices(machine.hardware):
+        points = [_timing(r) for r in machine.results if _ran_on(r["backend"], machine.hardware) == kind
+                  and _drawable(r)]
+        drawn = roofs(device)
+        figures.append(roofline(device, points, title=f"{machine.name}: {drawn.device}",
+                                dtype=drawn.compute[0].dtype))
+    return figures
+
+
+def _devices(hardware: dict[str, Any]) -> list[tuple[str, Peak | specs.DeviceSpec]]:
+    """(kind, device) for the CPU of a bench file's `hardware` and its first GPU and TPU, those with roofs on file."""
+    devices = [("cpu", cpu)] if (cpu := _cpu(hardware)) else []
+    for accelerator in hardware.get("accelerators") or []:
+        spec = _published(accelerator)
+        if spec and spec.kind not in dict(devices):
+            devices.append((spec.kind, spec))
+    return devices
+
+
+def _cpu(hardware: dict[str, Any]) -> Peak | None:
+    """The CPU of a bench file's `hardware`: its estimated peak and measured bandwidth; None without both."""
+    if not _roofed(hardware.get("peak_fp32"), hardware.get("bandwidth")):
+        return None
+    formula = hardware.get("peak_formula") or "from its cores, clock and vector units"
+    return Peak(f"CPU: {hardware.get('cpu_model') or '?'}", hardware["peak_fp32"], hardware["bandwidth"],
+                f"estimated: {formula}")
+
+
+def _published(accelerator: dict[str, Any]) -> specs.DeviceSpec | None:
+    """A GPU or TPU of a bench file as the published spec it was written from: its peaks (FLOP/s per dtype) that make
+    a roof, bandwidth and source, memory not read here (NaN); None for another kind or without a roof."""
+    kind, bandwidth = accelerator.get("kind"), accelerator.get("peak_bandwidth")
+    peaks = {dtype: flops for dtype, flops in (accelerator.get("peak_flops") or {}).items()
+             if _roofed(flops, bandwidth)}
+    if kind not in ("gpu", "tpu") or not peaks:
+        return None
+    return specs.DeviceSpec(accelerator.get("name") or kind.upper(), kind, peaks, bandwidth, memory_bytes=float("nan"),
+                            where="", source=accelerator.get("source") or "not named in the file")
+
+
+def _roofed(peak: Any, bandwidth: Any) -> bool:
+    """Whether a peak and a bandwidth from a bench file make a roof: both, and their ridge, numbers to draw."""
+    return _drawn(peak, bandwidth) and _drawn(peak / bandwidth)
+
+
+#: What a number of a bench file may be to be drawn on a log-log roofline: far from a float's limits, so that the
+#: plot's margins around it (a factor of 30) neither underflow nor overflow. Real figures are far inside.
+DRAWN = (1e-100, 1e100)
+
+
+def _drawn(*values: Any) -> bool:
+    """Whether every value is a number inside DRAWN (None, 0 and infinity are not)."""
+    return all(_number(value) and DRAWN[0] < value < DRAWN[1] for value in values)
+
+
+def _ran_on(backend: str, hardware: dict[str, Any]) -> str | None:
+    """The kind of device `backend` ran on in bench ('cpu', 'gpu', 'tpu'); None when the file does not say."""
+    return hardware.get("jax_platform") if backend == "jax" else BACKEND_DEVICES.get(backend)
+
+
+def _drawable(result: dict[str, Any]) -> bool:
+    """Whether a result has a point on a roofline: its time and rates, its FLOPs and bytes per call (as `_timing`
+    takes them) and their ratio, the intensity, all numbers to draw."""
+    if not _drawn(result.get("median_s"), result.get("gflops"), result.get("gbps")):
+        return False
+    flops, moved = (result[key] * 1e9 * result["median_s"] for key in ("gflops", "gbps"))
+    return _drawn(flops, moved, flops / moved)
+
+
+def _timing(result: dict[str, Any]) -> Timing:
+    """A result of a bench file as the Timing plots draw: its median the one sample, its FLOPs and bytes per call
+    from its rates (bench's own: FLOPs / median / 1e9 is its GFLOP/s)."""
+    median = result["median_s"]
+    return Timing(f"{result['op']} {result['backend']}", result["backend"], result["dtype"], np.array([median]), 1,
+                  float("nan"), flops=result["gflops"] * 1e9 * median, bytes=result["gbps"] * 1e9 * median,
+                  n=result["n"])
 
 
 def _num(x: Any) -> str:
+    """A rate (GFLOP/s, GB/s) of a bench file: 3 significant digits, thousands separated; '-' for none."""
     return "-" if not _number(x) else f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-
-
-def _fraction(x: Any) -> str:
-    return "-" if not _number(x) else f"{x:.1%}"

@@ -65,6 +65,13 @@ def binder_url(notebook: str) -> str:
     return f"https://mybinder.org/v2/gh/{owner_repo}/{BRANCH}?labpath=notebooks%2F{notebook}"
 
 
+#: Set (to 1) in the kernels that store the notebooks' outputs (`notebooks execute`): an explorer (helpers.widgets)
+#: then also hands over its first figures under SNAPSHOT, which the upkeep turns into the static picture a stored
+#: notebook shows. Here, not in widgets, so that the upkeep reads them without loading ipywidgets and plotly.
+STATIC_ENV = "LOOPS_TO_TPUS_STATIC"
+SNAPSHOT = "application/vnd.loops-to-tpus.snapshot+json"
+
+
 #: The extras Colab's set-up cell asks for: NVRTC, so chapter 03 compiles CUDA C on every runtime (Colab's CPU and
 #: TPU runtimes have none).
 COLAB_EXTRAS = ("nvrtc",)

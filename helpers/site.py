@@ -1,9 +1,10 @@
 """`python -m helpers site build DIR`: the series as an offline HTML book, read without running anything.
 
 Every chapter from its stored outputs, with navigation; figures stay interactive (plotly.js is copied into DIR,
-no CDN); the chapter map is the index; the teacher guide and the glossary are pages of their own.
-`python -m http.server` in DIR serves it. Needs the `dev` extra (nbconvert); refuses to write into the
-repository's own folders.
+no CDN); the chapters' math is MathML, drawn by the browser itself (no MathJax); the set-up cell is folded under
+a one-line summary; the chapter map is the index; the teacher guide and the glossary are pages of their own, all
+in the chapters' look. `python -m http.server` in DIR serves it. Needs the `dev` extra (nbconvert, latex2mathml);
+refuses to write into the repository's own folders.
 """
 
 from __future__ import annotations
@@ -14,8 +15,15 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+import nbformat
+from jinja2 import DictLoader, pass_context
+from latex2mathml.converter import convert
+from nbconvert import HTMLExporter
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
 from . import glossary
-from .classroom import ClassroomError, output_folder, replace_file
+from .files import OutputError as ClassroomError
+from .files import output_folder, replace_file
 from .project import CHAPTERS
 from .upkeep import PLOTLY
 
@@ -23,18 +31,85 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 GUIDE = ROOT / "docs" / "teaching.md"
 
-#: nbconvert's templates load require.js and MathJax from a CDN: the book goes without them (math shows as TeX).
+#: nbconvert's templates load require.js from a CDN: the book goes without it (and without MathJax, see TEMPLATE).
 CDN_SCRIPT = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>", re.I)
 CHAPTER_LINK = re.compile(r'href="(\d\d_\w+)\.ipynb"')
 #: A chapter's link to a glossary entry (docs/glossary.md#warp), which goes to the book's glossary page.
 GLOSSARY_LINK = re.compile(r'href="(?:\.\./)?(?:docs/)?glossary\.md(#[^"]*)?"')
 STYLE = ("<style>.book-nav{font-family:sans-serif;padding:8px 16px;background:#f3f3f3;display:flex;gap:24px}"
-         ".book-nav a{text-decoration:none}.plotly-figure{width:100%}</style>")
+         ".book-nav a{text-decoration:none}.plotly-figure{width:100%}.book-setup>summary{cursor:pointer;"
+         "margin:6px 0 6px var(--jp-cell-prompt-width);font-family:var(--jp-ui-font-family);"
+         "font-size:var(--jp-ui-font-size1);color:var(--jp-ui-font-color2)}</style>")
+#: nbconvert's lab page without MathJax (its script and configuration: the math is MathML), and with the set-up
+#: cell (tagged "setup": it prepares Colab) folded under a one-line summary.
+TEMPLATE = """{%- extends 'index.html.j2' -%}
+{% block html_head_js_mathjax %}{% endblock html_head_js_mathjax %}
+{% block codecell %}
+{%- if 'setup' in cell.metadata.get('tags', []) -%}
+<details class="book-setup"><summary>Set-up cell (prepares Colab; does nothing elsewhere): show its code</summary>
+{{ super() }}</details>
+{%- else -%}{{ super() }}{%- endif -%}
+{% endblock codecell %}"""
 
 
-def _nav(index: int) -> str:
-    """Links to the index, and to the previous and next chapters."""
+class UnrenderableMath(ValueError):
+    """TeX that latex2mathml cannot turn into MathML: the build stops rather than show TeX source."""
+
+
+def mathml(tex: str, display: str) -> str:
+    """`tex` as MathML (`display` "block" or "inline"), which browsers draw without MathJax. UnrenderableMath where
+    latex2mathml fails, or keeps a command it does not know (as text with its backslash)."""
+    try:
+        drawn = convert(tex, display=display)
+    except Exception as exc:  # latex2mathml's own errors derive from Exception, and carry no message
+        raise UnrenderableMath(f"latex2mathml cannot convert the TeX {tex!r} ({type(exc).__name__})") from exc
+    if "\\" in drawn:
+        raise UnrenderableMath(f"latex2mathml leaves a command of the TeX {tex!r} as text (one it does not know)")
+    return drawn
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, with the math its parser finds ($...$, $$...$$, \\[...\\], \\begin{...}) as
+    MathML instead of TeX left for MathJax."""
+
+    def block_math(self, body: str) -> str:
+        return mathml(body, "block")
+
+    def inline_math(self, body: str) -> str:
+        return mathml(body, "inline")
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block")
+
+
+class BookExporter(HTMLExporter):
+    """nbconvert's lab page with the set-up cell folded; where `draw_math`, the markdown cells' math as MathML
+    (code cells and outputs as nbconvert renders them)."""
+
+    def __init__(self, draw_math: bool = False) -> None:
+        super().__init__(template_name="lab", template_file="book.html.j2",
+                         extra_loaders=[DictLoader({"book.html.j2": TEMPLATE})])
+        self.draw_math = draw_math
+
+    @pass_context
+    def markdown2html(self, context: Any, source: str) -> str:
+        """nbconvert's markdown filter (the same renderer settings), with MathMLRenderer for a markdown cell."""
+        cell = context.get("cell", {})
+        if not self.draw_math or cell.get("cell_type") != "markdown":
+            return super().markdown2html(context, source)
+        renderer = MathMLRenderer(escape=False, attachments=cell.get("attachments", {}),
+                                  embed_images=self.embed_images,
+                                  path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                                  anchor_link_text=self.anchor_link_text,
+                                  exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+        return MarkdownWithMath(renderer=renderer).render(source)
+
+
+def _nav(index: int | None = None) -> str:
+    """Links to the index and, for the chapter at `index` (-1: the index itself), the previous and next chapters."""
     links = ['<a href="index.html">Contents</a>']
+    if index is None:
+        return f'<nav class="book-nav">{links[0]}</nav>'
     if index > 0:
         links.append(f'<a href="{_page(CHAPTERS[index - 1].file)}">&larr; {escape(CHAPTERS[index - 1].title)}</a>')
     if index + 1 < len(CHAPTERS):
@@ -69,61 +144,61 @@ def interactive(nb: Any, prefix: str) -> int:
 
 
 def chapter_html(path: Path, index: int) -> str:
-    """One chapter as a page of the book."""
-    import nbformat
-    from nbconvert import HTMLExporter
-
+    """One chapter as a page of the book; ClassroomError, naming the chapter and the TeX, for math it cannot draw."""
     nb = nbformat.read(path, as_version=4)
     interactive(nb, path.stem)
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    try:
+        body = _export(nb, CHAPTERS[index].title, draw_math=True)
+    except UnrenderableMath as exc:
+        raise ClassroomError(f"{path.name}: {exc}") from exc
+    return _with_nav(body, f'<script src="plotly.min.js"></script>{STYLE}', _nav(index))
+
+
+def _export(nb: Any, title: str, draw_math: bool = False) -> str:
+    """`nb` as a page titled `title`, without the template's CDN scripts, its links to the series' notebooks and
+    glossary going to the book's pages."""
+    nb.metadata["title"] = title
+    body, _ = BookExporter(draw_math).from_notebook_node(nb)
     body = CDN_SCRIPT.sub("", body)
     body = CHAPTER_LINK.sub(r'href="\1.html"', body)  # links between chapters go to their pages
-    body = GLOSSARY_LINK.sub(r'href="glossary.html\1"', body)
-    return _with_nav(body, f'<script src="plotly.min.js"></script>{STYLE}', index)
+    return GLOSSARY_LINK.sub(r'href="glossary.html\1"', body)
 
 
-def _with_nav(body: str, head: str, index: int) -> str:
-    """The page with `head` in its head, and the navigation at the top and the bottom of its body."""
+def _with_nav(body: str, head: str, nav: str) -> str:
+    """The page with `head` in its head, and `nav` at the top and the bottom of its body."""
     body = body.replace("</head>", head + "</head>", 1)
     at = body.find(">", body.find("<body")) + 1
-    nav = _nav(index)
     return body[:at] + nav + body[at:].replace("</body>", nav + "</body>", 1)
+
+
+def _text_page(title: str, markdown: str, nav: str) -> str:
+    """A page of Markdown (or of HTML without blank lines, which Markdown keeps as it is) in the chapters' look."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(markdown)])
+    return _with_nav(_export(nb, title), STYLE, nav)
 
 
 def index_html() -> str:
     """The chapter map, as the book's first page."""
     rows = "".join(f'<tr><td>{c.file[:2]}</td><td><a href="{_page(c.file)}">{escape(c.title)}</a></td>'
                    f"<td>{escape(c.promise)}</td><td>{c.minutes} min</td></tr>" for c in CHAPTERS)
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>From Loops to TPUs</title>"
-            "<style>body{font-family:sans-serif;margin:2em;max-width:60em}td{padding:4px 10px;vertical-align:top}"
-            "</style></head><body><h1>From Loops to TPUs</h1><p>Why GPUs and TPUs make deep learning fast, "
-            "measured. This book shows every chapter as it was last run on the authors' machine; open the "
-            "notebooks to measure yours.</p>"
-            f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>"
-            '<p>Teaching with it? <a href="teaching.html">The teacher guide</a>. A word you do not know? '
-            '<a href="glossary.html">The glossary</a>.</p></body></html>')
-
-
-def _text_page(title: str, body: str) -> str:
-    """A page of text with a link back to the contents."""
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-            "<style>body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:3px 6px}</style></head><body>"
-            f'<p><a href="index.html">Contents</a></p>{body}</body></html>')
+    return _text_page("From Loops to TPUs", (
+        "<h1>From Loops to TPUs</h1><p>Why GPUs and TPUs make deep learning fast, measured. This book shows every "
+        "chapter as it was last run on the authors' machine; open the notebooks to measure yours.</p>"
+        f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>"
+        '<p>Teaching with it? <a href="teaching.html">The teacher guide</a>. A word you do not know? '
+        '<a href="glossary.html">The glossary</a>.</p>'), _nav(-1))
 
 
 def guide_html(text: str) -> str:
-    """The teacher guide (Markdown) as a page."""
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
-
-    return _text_page("Teaching with From Loops to TPUs", markdown2html_mistune(text))
+    """The teacher guide (Markdown) as a page; its dollar amounts stay text (no math drawn here)."""
+    return _text_page("Teaching with From Loops to TPUs", text, _nav())
 
 
 def glossary_html() -> str:
     """The glossary as a page, each entry under an anchor the chapters' glossary links point to."""
     entries = "".join(f'<h2 id="{t.anchor}">{escape(t.name)}</h2><p>{escape(t.definition)}</p>'
                       for t in glossary.TERMS)
-    return _text_page("Glossary", f"<h1>Glossary</h1>{entries}")
+    return _text_page("Glossary", f"<h1>Glossary</h1>{entries}", _nav())
 
 
 def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> list[Path]:

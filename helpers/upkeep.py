@@ -34,7 +34,6 @@ from nbformat import NotebookNode
 
 from . import project
 from .timing import BusyMachineWarning, NoisyTimingWarning
-from .widgets import SNAPSHOT, STATIC_ENV
 
 #: The repository root; main() works on the notebooks and README.md under it.
 ROOT = Path(__file__).resolve().parent.parent
@@ -368,7 +367,7 @@ def kaleido_png(figure: dict[str, Any]) -> bytes:
 def add_static_images(nb: NotebookNode, render: Callable[[dict[str, Any]], bytes] = kaleido_png) -> int:
     """Give every stored plotly figure of `nb` a PNG beside its interactive data, so GitHub, nbviewer and
     nbconvert show it, and JupyterLab's plotly extension finds nothing to add when the file is opened; and turn
-    an explorer's snapshot (helpers.widgets.SNAPSHOT) into a static picture with the line saying how to use it.
+    an explorer's snapshot (project.SNAPSHOT) into a static picture with the line saying how to use it.
     Returns how many images it added (figures that have one are left alone)."""
     added = 0
     for cell in nb.cells:
@@ -377,7 +376,7 @@ def add_static_images(nb: NotebookNode, render: Callable[[dict[str, Any]], bytes
             if PLOTLY in data and "image/png" not in data:
                 data["image/png"] = base64.b64encode(render(data[PLOTLY])).decode("ascii")
                 added += 1
-            snapshot = data.pop(SNAPSHOT, None)
+            snapshot = data.pop(project.SNAPSHOT, None)
             if snapshot is not None:
                 images = [base64.b64encode(render(fig)).decode("ascii") for fig in snapshot["figures"]]
                 data["text/html"] = (f"<p><em>A snapshot: {snapshot['text']}.</em></p>" + "".join(
@@ -430,7 +429,7 @@ def _quiet_run(path: Path, number: int, chapter: project.Chapter, root: Path) ->
     the cells of its disturbed timings (none when it was quiet)."""
     for _ in range(RUNS):
         done = run_notebook(synced(_read(path)[1], number, chapter), root / "notebooks",
-                            kernel=kernel_spec(sys.executable, env={STATIC_ENV: "1"}))
+                            kernel=kernel_spec(sys.executable, env={project.STATIC_ENV: "1"}))
         noisy = noisy_timings(done)
         if not noisy:
             break

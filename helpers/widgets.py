@@ -20,6 +20,7 @@ import numpy as np
 from . import plots, workloads
 from .backend import NAMES
 from .backend import backends as _backends
+from .project import SNAPSHOT, STATIC_ENV
 from .timing import Timing, format_fraction, format_seconds, spread_shown
 
 #: Sizes offered when the caller gives none.
@@ -34,10 +35,6 @@ LOOPS_PROBE_N: dict[str, int] = {"matmul": 32, "axpby": 20_000}
 #: The time ∝ n^k guide drawn in the running chart: what the operation's FLOP count grows as.
 SLOPES: dict[str, tuple[int, ...]] = {"matmul": (3,), "axpby": (1,)}
 LOOPS_LABEL = "python (loops)"
-#: Set (to 1) in the kernels that store the notebooks' outputs: an explorer then also hands over its first
-#: figures (under SNAPSHOT), which the upkeep turns into the static picture a stored notebook shows.
-STATIC_ENV = "LOOPS_TO_TPUS_STATIC"
-SNAPSHOT = "application/vnd.loops-to-tpus.snapshot+json"
 RUN_TO_USE = "run this cell to use the controls"
 
 
@@ -225,4 +222,4 @@ def explorer(
     return Explorer(op, chosen, stops, dtype_list, float(budget), int(size))
 
 
-__all__ = ["DEFAULT_SIZES", "LOOPS_MAX_N", "RUN_TO_USE", "SNAPSHOT", "STATIC_ENV", "Explorer", "explorer"]
+__all__ = ["DEFAULT_SIZES", "LOOPS_MAX_N", "RUN_TO_USE", "Explorer", "explorer"]

@@ -289,3 +289,55 @@ def test_merge_still_feeds_a_named_pipe_someone_reads_and_leaves_it_a_pipe(bench
     os.close(fd)
     assert code == 0 and received.startswith(b"<!DOCTYPE html>") and received.endswith(b"</html>")
     assert stat.S_ISFIFO(os.lstat(tmp_path / "page").st_mode)
+
+
+# ---------------------------------------------------------------- each machine under its own roofs
+
+RESULT = {"op": "matmul", "backend": "numpy", "n": 512, "dtype": "float32", "median_s": 2e-3, "gflops": 134.0,
+          "gbps": 1.57, "fraction_of_peak": 0.42}
+T4 = {"kind": "gpu", "name": "Tesla T4", "peak_flops": {"float32": 8.1e12, "float16": 6.5e13},
+      "peak_bandwidth": 3.2e11, "source": "NVIDIA T4 datasheet"}
+HARDWARE = {"cpu_model": "Test CPU", "peak_fp32": 3.2e11, "peak_formula": "2 cores x 8 lanes x 2 FMA x 2 x 5 GHz",
+            "bandwidth": 2e10, "jax_platform": "gpu", "accelerators": [T4]}
+RESULTS = [RESULT, {**RESULT, "backend": "loops", "n": 64, "gflops": 0.01, "gbps": 1e-4},
+           {**RESULT, "backend": "cupy", "gflops": 4000.0, "gbps": 47.0},
+           {**RESULT, "backend": "jax", "gflops": 3500.0, "gbps": 41.0}]
+
+
+def _points(fig) -> dict[str, list[str]]:
+    """The measured points of a plots.roofline figure: backend -> the points' labels."""
+    return {t.name.removeprefix("measured: "): list(t.text) for t in fig.data if t.name.startswith("measured: ")}
+
+
+def test_each_device_gets_the_series_roofline_with_the_points_that_ran_on_it() -> None:
+    cpu, gpu = classroom.roofline_figures(classroom.Machine("Colab T4", HARDWARE, RESULTS))
+    assert cpu.layout.title.text == "Colab T4: CPU: Test CPU" and gpu.layout.title.text == "Colab T4: Tesla T4"
+    assert _points(cpu) == {"numpy": ["matmul numpy"], "loops": ["matmul loops"]}
+    assert _points(gpu) == {"cupy": ["matmul cupy"], "jax": ["matmul jax"]}  # JAX ran where its platform was
+    gpu_roofs = [t.name for t in gpu.data if t.mode == "lines"]
+    assert gpu_roofs == ["memory 320 GB/s (published)", "fp16 peak 65 TFLOP/s (published)",
+                         "fp32 peak 8.1 TFLOP/s (published)"]  # one roof per published dtype, from the file
+    assert [t.name for t in cpu.data if t.mode == "lines"][1] == "peak 320 GFLOP/s (estimated)"
+    assert "peak: estimated: 2 cores x 8 lanes" in cpu.layout.annotations[0].text
+    point = next(t for t in gpu.data if t.name == "measured: cupy")
+    assert point.x[0] == pytest.approx(4000 / 47) and point.y[0] == pytest.approx(4000)
+
+
+def test_jax_on_the_cpu_and_a_device_without_roofs_on_file() -> None:
+    hardware = {**HARDWARE, "jax_platform": "cpu", "accelerators": [{**T4, "peak_flops": None}]}
+    (cpu,) = classroom.roofline_figures(classroom.Machine("laptop", hardware, RESULTS))
+    assert _points(cpu) == {"numpy": ["matmul numpy"], "loops": ["matmul loops"], "jax": ["matmul jax"]}
+    assert classroom.roofline_figures(classroom.Machine("bare", {"peak_fp32": None}, RESULTS)) == []
+
+
+@pytest.mark.parametrize(("field", "value"), [("gflops", 5e-324), ("gflops", 1.7e308), ("gbps", 5e-324),
+                                              ("median_s", 1e-320), ("gbps", 0)])
+def test_a_point_too_small_or_large_to_draw_is_left_off_its_roofline(field, value) -> None:
+    results = [{**RESULT, field: value}, {**RESULT, "op": "axpby"}]
+    (cpu,) = classroom.roofline_figures(classroom.Machine("odd", {**HARDWARE, "accelerators": []}, results))
+    assert _points(cpu) == {"numpy": ["axpby numpy"]}
+
+
+def test_the_table_shows_times_and_fractions_as_timing_formats_them() -> None:
+    page = classroom.class_page([classroom.Machine("Ada", HARDWARE, [{**RESULT, "fraction_of_peak": 1.34e-4}])])
+    assert "<td>2 ms</td>" in page and "<td>134</td>" in page and "<td>0.0134%</td>" in page

@@ -175,6 +175,14 @@ def test_bad_usage_exits_2_with_one_line(argv: list[str], capsys: pytest.Capture
     assert out == "" and len(err.splitlines()) == 1
 
 
+def test_the_upkeep_loads_neither_ipywidgets_nor_plotly() -> None:
+    """`notebooks sync` and `check` import helpers.upkeep: the explorer's widgets and plotly (seconds) stay out."""
+    code = ("import sys, helpers.upkeep; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'ipywidgets', 'plotly'}))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0 and run.stdout == "[]\n", run.stdout + run.stderr
+
+
 # ---------------------------------------------------------------- the Colab set-up cell
 
 

@@ -145,9 +145,9 @@ def test_every_constant_says_where_it_comes_from():
 
 # --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
 
-INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "glossary", "hardware", "limits", "notice", "nvrtc",
-                  "plots", "precision", "project", "roofline", "specs", "style", "timing", "validate", "widgets",
-                  "workloads"}
+INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "files", "glossary", "hardware", "limits", "notice",
+                  "nvrtc", "plots", "precision", "project", "roofline", "specs", "style", "timing", "validate",
+                  "widgets", "workloads"}
 CHAPTER = {"choosing", "cuda", "cuda_c", "cuda_sim", "cupy_checked", "cupy_cpu", "grid", "kernel_checks", "lessons",
            "mandelbrot", "mlp", "sharding", "systolic", "threads", "training"}
 # The front door and the commands:

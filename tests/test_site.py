@@ -1,9 +1,10 @@
 """python -m helpers site build: the offline HTML book; and, where Chromium is installed (CI installs Debian's),
-every figure of every page drawn by a real headless browser with the network shut off."""
+every figure and formula of every page drawn by a real headless browser with the network shut off."""
 
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 import os
@@ -30,9 +31,21 @@ def _main(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def _cells(notebook: str) -> list[dict]:
+    return json.loads((ROOT / "notebooks" / notebook).read_text())["cells"]
+
+
 def _figures(notebook: str) -> int:
-    cells = json.loads((ROOT / "notebooks" / notebook).read_text())["cells"]
-    return sum(site.PLOTLY in o.get("data", {}) for c in cells for o in c.get("outputs", []))
+    return sum(site.PLOTLY in o.get("data", {}) for c in _cells(notebook) for o in c.get("outputs", []))
+
+
+def _display_math(notebook: str) -> int:
+    """How many $$...$$ formulas the chapter's markdown cells hold."""
+    return sum("".join(c["source"]).count("$$") // 2 for c in _cells(notebook) if c["cell_type"] == "markdown")
+
+
+def _has_setup(notebook: str) -> bool:
+    return any("setup" in c.get("metadata", {}).get("tags", []) for c in _cells(notebook))
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +68,53 @@ def test_the_book_has_every_chapter_the_map_and_the_guide_and_fetches_nothing(bo
         assert ".ipynb\"" not in re.sub(r'href="https?://[^"]*"', "", page), "chapter links go to the pages"
         if number + 1 < len(CHAPTERS):
             assert f'href="{site._page(CHAPTERS[number + 1].file)}"' in page  # next
-    assert re.search(r"<h1[^>]*>Teaching with From Loops to TPUs<", (book / "teaching.html").read_text())
+        assert page.count("<math ") >= _display_math(chapter.file) and "MathJax" not in page, chapter.file
+        assert page.count('<details class="book-setup">') == _has_setup(chapter.file), chapter.file
+    assert sum(_display_math(c.file) for c in CHAPTERS) > 0  # chapter 06's Amdahl formula, at least
+    guide = (book / "teaching.html").read_text()
+    assert re.search(r"<h1[^>]*>Teaching with From Loops to TPUs<", guide)
     assert 'href="teaching.html"' in index and 'href="glossary.html"' in index
     entries = (book / "glossary.html").read_text()
     assert all(f'<h2 id="{t.anchor}">' in entries for t in glossary.TERMS)
+    for page in (index, guide, entries):  # in the chapters' look: nbconvert's lab page, the same navigation
+        assert 'class="jp-RenderedHTMLCommon' in page and page.count('class="book-nav"') == 2
+        assert site.STYLE in page and "<math" not in page  # the guide's dollar amounts stay dollar amounts
+    assert f'<a href="{site._page(CHAPTERS[0].file)}">{CHAPTERS[0].title} &rarr;</a>' in index
+
+
+def _notebook(tmp_path: Path, *cells: nbformat.NotebookNode) -> Path:
+    nb = nbformat.v4.new_notebook(cells=list(cells))
+    nbformat.write(nb, tmp_path / "chapter.ipynb")
+    return tmp_path / "chapter.ipynb"
+
+
+def test_the_math_of_markdown_cells_becomes_mathml_and_code_and_outputs_stay_as_they_are(tmp_path) -> None:
+    code = nbformat.v4.new_code_cell('print("$$\\frac{1}{2}$$")', outputs=[
+        nbformat.v4.new_output("display_data", {"text/markdown": "costs $a^2$ here"})])
+    path = _notebook(tmp_path, nbformat.v4.new_markdown_cell(
+        "Amdahl: $$\\frac{1}{s + (1 - s)/p}$$ with $p$ workers."), code)
+    page = site.chapter_html(path, 0)
+    code_at = page.index('<div class="jp-Cell jp-CodeCell')
+    markdown = page[page.index("Amdahl"):code_at]
+    assert [m.group(1) for m in re.finditer(r'<math [^>]*display="(\w+)"', markdown)] == ["block", "inline"]
+    assert "<mfrac>" in markdown and "$" not in markdown and "\\" not in markdown
+    assert 'print("$$\\frac{1}{2}$$")' in html.unescape(re.sub("<[^>]*>", "", page[code_at:]))  # as it is
+    assert "costs $a^2$ here" in page  # a markdown output: as nbconvert renders it
+
+
+@pytest.mark.parametrize(("tex", "why"), [("x^", "MissingSuperScriptOrSubscriptError"),
+                                          ("\\frax{1}{2}", "as text (one it does not know)")])
+def test_tex_that_cannot_be_drawn_stops_the_build_naming_the_chapter_and_the_tex(tmp_path, tex, why) -> None:
+    path = _notebook(tmp_path, nbformat.v4.new_markdown_cell(f"Before. $${tex}$$ After."))
+    with pytest.raises(site.ClassroomError) as raised:
+        site.chapter_html(path, 0)
+    assert str(raised.value).startswith("chapter.ipynb: latex2mathml ") and repr(tex) in str(raised.value)
+    assert why in str(raised.value)
 
 
 def test_a_chapter_link_to_the_glossary_goes_to_the_book_page(tmp_path) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("A [warp](../docs/glossary.md#warp) is 32 threads.")]
-    nbformat.write(nb, tmp_path / "chapter.ipynb")
-    page = site.chapter_html(tmp_path / "chapter.ipynb", 0)
+    path = _notebook(tmp_path, nbformat.v4.new_markdown_cell("A [warp](../docs/glossary.md#warp) is 32 threads."))
+    page = site.chapter_html(path, 0)
     assert 'href="glossary.html#warp"' in page and "glossary.md" not in page
 
 
@@ -82,19 +131,55 @@ def test_the_book_refuses_the_repository_and_a_full_folder(tmp_path) -> None:
 @pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
                     reason="no Chromium here (CI installs Debian's chromium in .ci/run: apt-get install chromium)")
 @pytest.mark.parametrize("chapter", [c.file for c in CHAPTERS])
-def test_a_real_browser_draws_every_figure_offline(book, tmp_path, chapter) -> None:
+def test_a_real_browser_draws_every_figure_and_formula_offline_with_the_set_up_cell_folded(book, tmp_path,
+                                                                                          chapter) -> None:
     """Headless Chromium, every request outside this machine sent to a closed port: the page's figures must
-    still draw (plotly makes one main-svg per layer, at least two per figure). In CI it must run."""
+    still draw (plotly makes one main-svg per layer, at least two per figure), its formulas too (MathML laid out
+    as math: a size, each fraction's numerator above its denominator, no TeX left in the text), and the set-up cell
+    folded, there when opened. In CI it must run."""
     assert CHROMIUM, "CI must have Chromium: .ci/run installs Debian's"
     page = book / site._page(chapter)
+    probe = book / f"probe-{page.name}"  # the page, and a script that writes what the browser laid out into it
+    probe.write_text(page.read_text().replace("</body>", f"<script>{PROBE}</script></body>", 1))
     done = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}",
          "--proxy-server=127.0.0.1:9", "--virtual-time-budget=10000",
-         "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+         "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-500:]
     drawn = re.findall(r'<div[^>]*\bid="([\w-]+-figure-\d+)"[^>]*>(.*?)</div><script', done.stdout, re.S)
     figures = _figures(chapter)
     assert len(drawn) == figures, f"{len(drawn)} figure divs in the DOM, {figures} in the notebook"
     empty = [name for name, inner in drawn if inner.count('class="main-svg"') < 2]
     assert not empty, f"figures that did not draw: {empty}"
+    seen = json.loads(html.unescape(re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, re.S).group(1)))
+    assert len(seen["math"]) == page.read_text().count("<math ") >= _display_math(chapter)
+    assert all(width > 0 and height > 0 and "math" in display for width, height, display in seen["math"]), seen
+    assert all(seen["fractions"]) and len(seen["fractions"]) >= page.read_text().count("<mfrac>")
+    assert not re.search(r"\$\$|\\frac|\\text\{", seen["text"]), "TeX left in the chapter's text"
+    if _has_setup(chapter):
+        assert seen["setup"] == {"open": False, "summary": True, "code": False, "opened": True}
+
+
+#: Run in the page once it has loaded: what the browser laid out, as JSON in a <pre id="probe">.
+PROBE = """window.addEventListener("load", () => {
+  const box = (e) => e.getBoundingClientRect();
+  const math = [...document.querySelectorAll("math")].map(
+    (m) => [box(m).width, box(m).height, getComputedStyle(m).display]);
+  const fractions = [...document.querySelectorAll("mfrac")].map(
+    (f) => box(f.children[0]).bottom <= box(f.children[1]).top + 1);
+  const text = [...document.querySelectorAll(".jp-MarkdownCell")].map((c) => c.innerText).join("\\n");
+  const folded = document.querySelector("details.book-setup");
+  let setup = null;
+  if (folded) {
+    const code = folded.querySelector(".jp-InputArea-editor");
+    setup = {open: folded.open, summary: folded.querySelector("summary").checkVisibility(),
+             code: code.checkVisibility()};
+    folded.open = true;
+    setup.opened = code.checkVisibility() && code.innerText.includes("google.colab");
+  }
+  const out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify({math, fractions, text, setup});
+  document.body.append(out);
+});"""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets
 import pytest
 
-from helpers import widgets
+from helpers import project, widgets
 from helpers.backend import backends
 
 TINY = dict(sizes=(8, 16), budget=0.01)
@@ -83,16 +83,16 @@ def test_a_stored_explorer_gets_a_static_snapshot_and_says_how_to_use_it(monkeyp
 
     ex = widgets.explorer("matmul", backends=("numpy",), size=8, **TINY)
     assert repr(ex).endswith(f": {widgets.RUN_TO_USE}>")
-    monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
-    assert widgets.SNAPSHOT not in ex._repr_mimebundle_()  # a learner's kernel sends the widget alone
-    monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    monkeypatch.delenv(project.STATIC_ENV, raising=False)
+    assert project.SNAPSHOT not in ex._repr_mimebundle_()  # a learner's kernel sends the widget alone
+    monkeypatch.setenv(project.STATIC_ENV, "1")
     bundle = ex._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle and len(bundle[widgets.SNAPSHOT]["figures"]) == 2
+    assert "application/vnd.jupyter.widget-view+json" in bundle and len(bundle[project.SNAPSHOT]["figures"]) == 2
     import nbformat
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[
         nbformat.v4.new_output("display_data", data=bundle)])])
     assert upkeep.add_static_images(nb, render=lambda fig: b"PNG") == 2
     data = nb.cells[0].outputs[0].data
-    assert widgets.SNAPSHOT not in data and data["text/html"].count('src="data:image/png;base64,UE5H"') == 2
+    assert project.SNAPSHOT not in data and data["text/html"].count('src="data:image/png;base64,UE5H"') == 2
     assert widgets.RUN_TO_USE in data["text/html"] and "application/vnd.jupyter.widget-view+json" in data
