@@ -1,7 +1,9 @@
 """Chapter 06: when to use which device. The work of a recurrence, warps that diverge, Amdahl's bound, and what a
 run costs.
 
-Every prediction comes from helpers.roofline; every price below is a published list price with its address.
+Every prediction comes from helpers.roofline; every price is the on-demand price of the whole VM a learner would rent,
+in one region, from one pinned catalogue (PRICE_SOURCE), a host's and its accelerator's rows summed where the
+catalogue splits them.
 
     steps = h.choosing.warp_steps(BRANCHY, "halvings", x)      # each thread's loop steps, from the CPU executor
     h.choosing.divergence_figure({"sorted": steps_sorted, "shuffled": steps_shuffled})
@@ -298,41 +300,83 @@ def amdahl_figure(measured_serial: float, fractions: tuple[float, ...] = (0.01, 
 
 
 # --------------------------------------------------------------------------------------------------------------
-# What a run costs: published list prices
+# What a run costs: the whole VM, one catalogue, one region, one date
+
+#: Where every price is read: SkyPilot's catalogue of Google Cloud prices, pinned to a commit. Its columns are
+#: InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice;
+#: a GPU machine is a host row plus an accelerator row (its InstanceType empty), a TPU slice one row.
+PRICE_SOURCE = ("Google Cloud's on-demand prices as compiled by SkyPilot's catalogue, read 2026-11-26 at commit "
+                "006059e0f18acb1341e22a27751e9f80df6ba92f (the file itself states no date; the commit's date is on "
+                "GitHub): https://github.com/skypilot-org/skypilot-catalog/blob/"
+                "006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv")
+#: The one region priced. Not us-central1: there, at this commit, the catalogue's H100 row (4.20076) is under half
+#: its own us-east4 row (9.79655) and under half of what Cyclenerd's compilation implies for the GPU there
+#: (a3-highgpu-1g $11.06125, file generated Thu Jul 30 2026, address below). In us-east4 the two agree within 1%:
+#: host + H100 here is $10.97906, Cyclenerd's a3-highgpu-1g $11.06947, which adds the 750 GB of local SSD that an A3
+#: machine comes with (its build/pricing.pl); these rows leave that SSD out.
+#: https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml
+PRICE_REGION = "us-east4"
+_SPOT_NOTE = "(each row's last two fields: its on-demand and its spot price, dollars an hour)"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the price catalogue (PRICE_SOURCE): what it prices, its on-demand dollars an hour, the row."""
+
+    what: str
+    dollars_per_hour: float
+    quoted: str  # the row as the catalogue has it
 
 
 @dataclass(frozen=True)
 class Price:
-    """A published on-demand price: dollars per hour, for what, and where it is published (with its date)."""
+    """The on-demand price of the whole VM a learner would rent for a device, in PRICE_REGION: one catalogue row,
+    or (where the catalogue prices host and accelerator apart) the sum of their rows, derived here."""
 
     device: str  # a roofline device: "cpu" (this CPU stands in) or a spec name
     machine: str
-    dollars_per_hour: float
-    quoted: str  # the figure as the source states it
-    source: str  # its public address, and its date
+    rows: tuple[Row, ...]
+    source: str = PRICE_SOURCE
 
+    @property
+    def dollars_per_hour(self) -> float:
+        """The VM's price: its one row's, or the sum of its rows' to the catalogue's 5 decimals (derived)."""
+        return round(math.fsum(row.dollars_per_hour for row in self.rows), 5)
 
-_CYCLENERD = ("Google Cloud list prices as compiled by the google-cloud-pricing-cost-calculator project, file "
-              "generated Thu Jul 30 2026 (https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
-              "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml)")
-_SKYPILOT = ("Google Cloud list prices as compiled by SkyPilot's catalog; the file states no date "
-             "(https://github.com/skypilot-org/skypilot-catalog/blob/006059e0f18acb1341e22a27751e9f80df6ba92f/"
-             "catalogs/v8/gcp/vms.csv)")
+    @property
+    def derived(self) -> bool:
+        """Whether the price is a sum computed here rather than one published figure."""
+        return len(self.rows) > 1
+
+    @property
+    def quoted(self) -> str:
+        """The rows as the catalogue states them; a sum is labelled derived, with its terms."""
+        rows = "; ".join(row.quoted for row in self.rows)
+        if not self.derived:
+            return f"{rows} {_SPOT_NOTE}"
+        terms = " + ".join(f"{row.what} ${row.dollars_per_hour}" for row in self.rows)
+        return (f"derived, not one published figure: {terms} = ${self.dollars_per_hour}, "
+                f"each row from the source below: {rows} {_SPOT_NOTE}")
+
 
 PRICES: tuple[Price, ...] = (
-    Price("cpu", "e2-standard-2 (2 vCPUs, 8 GB), us-central1", 0.06701142,
-          "e2-standard-2 ... us-central1: hour: 0.06701142", _CYCLENERD),
-    Price("NVIDIA T4", "one T4 GPU (the VM it attaches to is billed on top), us-central1", 0.35,
-          "T4,1,...,us-central1,us-central1-a,0.35,0.175 (on-demand, spot)", _SKYPILOT),
-    Price("NVIDIA H100 SXM", "a3-highgpu-1g (1 x H100 80GB, 26 vCPUs, 234 GB), us-central1", 11.0612499878219,
-          "a3-highgpu-1g ... us-central1: hour: 11.0612499878219", _CYCLENERD),
-    Price("TPU v5e", "tpu-v5litepod-1 (one v5e chip), us-central1", 1.2,
-          "tpu-v5litepod-1,1,tpu-v5litepod-1,us-central1,us-central1-a,1.2,0.24493 (on-demand, spot)", _SKYPILOT),
+    Price("cpu", f"e2-standard-2 (2 vCPUs, 8 GB), {PRICE_REGION}", (
+        Row("e2-standard-2", 0.07547, "e2-standard-2,2.0,8.0,,,,us-east4,us-east4-a,0.07547,0.03633"),)),
+    Price("NVIDIA T4", f"n1-standard-4 (4 vCPUs, 15 GB) with 1 x T4, {PRICE_REGION}", (
+        Row("n1-standard-4", 0.21398, "n1-standard-4,4.0,15.0,,,,us-east4,us-east4-a,0.21398,0.0452"),
+        Row("1 x T4", 0.37, ",,,T4,1,{'Gpus': [{'MemoryInfo': {'SizeInMiB': 16384}}]},us-east4,us-east4-a,"
+                            "0.37,0.1644"))),
+    Price("NVIDIA H100 SXM", f"a3-highgpu-1g (26 vCPUs, 234 GB) with its 1 x H100 80GB, {PRICE_REGION}", (
+        Row("a3-highgpu-1g", 1.18251, "a3-highgpu-1g,26.0,234.0,,,,us-east4,us-east4-a,1.18251,0.26996"),
+        Row("1 x H100", 9.79655, ",,,H100,1,{'Gpus': [{'MemoryInfo': {'SizeInMiB': 81920}}]},us-east4,us-east4-a,"
+                                 "9.79655,2.2356"))),
+    Price("TPU v5e", f"tpu-v5litepod-1 (a TPU VM with one v5e chip), {PRICE_REGION}", (
+        Row("tpu-v5litepod-1", 1.2, ",,,tpu-v5litepod-1,1,tpu-v5litepod-1,us-east4,us-east4-b,1.2,0.6"),)),
 )
 
 
 def price(device: str) -> Price:
-    """The published price for `device` ('cpu' or a spec name in PRICES)."""
+    """The price on file for `device` ('cpu' or a spec name in PRICES): the whole VM, on-demand, per hour."""
     for p in PRICES:
         if p.device == device:
             return p

@@ -158,12 +158,32 @@ def test_bad_input_is_named(call, message):
         call()
 
 
-def test_every_price_is_published_with_its_address_and_date_and_covers_the_predicted_devices():
+def test_every_price_is_the_whole_vm_from_one_pinned_catalogue_read_on_one_date_in_one_region():
+    """One basis for every device (issue 29): the VM a learner would rent, on-demand, in PRICE_REGION, each row read
+    from PRICE_SOURCE at one commit on one date, and each row's own Price field is the figure used."""
     assert {p.device for p in choosing.PRICES} == {"cpu", *roofline.DECIDE_DEVICES}
+    assert {p.source for p in choosing.PRICES} == {choosing.PRICE_SOURCE}
+    assert evidence.unpinned(choosing.PRICE_SOURCE) == [] and "read 2026-11-26" in choosing.PRICE_SOURCE
     for p in choosing.PRICES:
-        assert p.dollars_per_hour > 0 and str(p.dollars_per_hour).rstrip("0") in p.quoted.replace("1.2,", "1.2")
-        assert "https://github.com/" in p.source and ("generated" in p.source or "states no date" in p.source)
-        assert evidence.unpinned(p.source) == [], p.source  # a catalogue at a branch would change under the price
+        assert p.machine.endswith(choosing.PRICE_REGION) and p.dollars_per_hour > 0
+        for row in p.rows:
+            *_, region, zone, on_demand, _spot = row.quoted.split(",")
+            assert region == choosing.PRICE_REGION and zone.startswith(region), row.quoted
+            assert float(on_demand) == row.dollars_per_hour and row.quoted in p.quoted
+
+
+def test_a_gpu_vm_is_its_host_row_plus_its_accelerator_row_and_is_labelled_derived():
+    """The catalogue prices a GPU machine's host and its GPUs on separate rows: the VM is their sum, said to be
+    derived; a CPU machine and a TPU slice are one row each, quoted as published."""
+    t4, h100 = choosing.price("NVIDIA T4"), choosing.price("NVIDIA H100 SXM")
+    assert t4.derived and h100.derived and not choosing.price("cpu").derived and not choosing.price("TPU v5e").derived
+    assert (t4.dollars_per_hour, h100.dollars_per_hour) == (0.58398, 10.97906)  # 0.21398 + 0.37, 1.18251 + 9.79655
+    assert t4.quoted.startswith("derived, not one published figure: n1-standard-4 $0.21398 + 1 x T4 $0.37 = $0.58398")
+    assert not any(choosing.price(d).quoted.startswith("derived") for d in ("cpu", "TPU v5e"))
+    host, gpu = (row.quoted.split(",") for row in h100.rows)
+    assert host[0] == "a3-highgpu-1g" and gpu[0] == "" and gpu[3:5] == ["H100", "1"]  # a host row, one H100's row
+    tenths = choosing.Price("cpu", "m", (choosing.Row("a", 0.1, "a"), choosing.Row("b", 0.2, "b")))
+    assert tenths.dollars_per_hour == 0.3  # the sum to the catalogue's decimals, not 0.30000000000000004
 
 
 @pytest.mark.parametrize(("amount", "shown"), [(508750.51, "$508,751"), (999.994, "$999.99"), (15.8414, "$15.84"),
