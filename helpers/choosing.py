@@ -25,7 +25,7 @@ from .cuda import blocks_for
 from .cuda_c import CudaCError
 from .style import PREDICTION_COLOUR, REFERENCE_COLOUR, figure
 from .timing import crossover, format_seconds
-from .validate import LARGEST, finite, fraction, positive_int
+from .validate import LARGEST, finite, fraction, positive_int, positive_number
 
 # --------------------------------------------------------------------------------------------------------------
 # Sequential dependence: a recurrence, three ways
@@ -264,6 +264,28 @@ def divergence_figure(runs: Mapping[str, np.ndarray]) -> Any:
     base = figure("Loop steps per thread: each warp waits for its slowest lane", height=420)
     fig.update_layout(template=base.layout.template, title=base.layout.title, height=420)
     return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Data that lives elsewhere: the prediction's winner, and the winner with this CPU's own measurement
+
+
+def winner_judged_by(decision: roofline.Decision, cpu_measured: float) -> tuple[str, float]:
+    """(device, seconds): the fastest device that holds the data when this CPU (decide's first estimate) is judged
+    by `cpu_measured`, its time measured here, and every other device by its prediction. A prediction for this
+    CPU can be far from its measurement: this says whether the verdict survives it."""
+    cpu_measured = positive_number("cpu_measured", cpu_measured, "this CPU's measured seconds")
+    if not isinstance(decision, roofline.Decision) or not decision.estimates \
+            or not decision.estimates[0].device.startswith("this CPU"):
+        raise ValueError(f"decision must be what h.roofline.decide returns, this CPU first; got {decision!r:.60}")
+    cpu, *others = decision.estimates
+    times = {e.device: e.seconds for e in others if e.fits}
+    if cpu.fits:
+        times[cpu.device] = cpu_measured
+    if not times:
+        raise ValueError(f"the data of {decision.workload!r} fits in the memory of none of these devices")
+    best = min(times, key=times.__getitem__)
+    return best, times[best]
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -550,3 +550,51 @@ def gpu() -> GPU:
             return GPU(card.name, card.spec or reference, True, own_specs=card.spec is not None)
     return GPU(reference.name, reference, False)
 
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Section 6: what, besides the bytes, a fusion ratio measured on the CPU shows
+
+
+#: Cores busy (CPU time over wall time) above this mean the work was split over several cores (one busy core
+#: reads about 1.0; a little more is the interpreter's and the OS's own threads).
+SPLIT_CORES = 1.2
+#: A rate this many times the main-memory roof means a cache served part of the bytes. Less can be the roof's own
+#: error: it is the rate of one copy, and a loop that reads more than it writes can draw a little more.
+ABOVE_ROOF = 1.25
+#: Page faults per call above this mean the call's new arrays got fresh memory (a few come from Python itself).
+FEW_FAULTS = 10
+
+
+@dataclass(frozen=True)
+class LoopSigns:
+    """What chapter 03's table measured of one version of a loop: cores busy, page faults per call (None where the
+    OS does not count them) and the GB/s it moved."""
+
+    label: str
+    cores: float
+    faults: float | None
+    gbps: float
+
+
+def fusion_signs(loops: Sequence[LoopSigns], roof_gbps: float) -> list[str]:
+    """Why a measured ratio of passes can differ from the byte count's, as the numbers show it: one line for each
+    sign found (several cores, a rate ABOVE_ROOF times the main-memory roof `roof_gbps` or more, fresh memory
+    every call), or one line saying that none was found. Printed, so the explanation follows the run."""
+    if not finite(roof_gbps) or roof_gbps <= 0:
+        raise ValueError(f"roof_gbps must be a finite number above zero, got {roof_gbps!r:.40}")
+    signs = []
+    for loop in loops:
+        if loop.cores > SPLIT_CORES:
+            signs.append(f"{loop.label}: {loop.cores:.1f} cores busy, so its loop was split over the cores (one core "
+                         "alone may not draw all of the memory's bandwidth)")
+        if loop.gbps > ABOVE_ROOF * roof_gbps:
+            signs.append(f"{loop.label}: {loop.gbps:,.1f} GB/s, {loop.gbps / roof_gbps:.1f}x the {roof_gbps:,.1f} GB/s "
+                         "main-memory roof, so a cache served part of its bytes: main memory's roof is the wrong one "
+                         "for it")
+        if loop.faults is not None and loop.faults > FEW_FAULTS:
+            signs.append(f"{loop.label}: {loop.faults:,.0f} page faults a call, so its new arrays got fresh memory "
+                         "every call, a cost the byte count leaves out")
+    return signs or [f"none of these: {', '.join(loop.label for loop in loops)} each kept one core busy, none ran "
+                     f"well above the {roof_gbps:,.1f} GB/s memory roof, and no page faults were counted: the byte "
+                     "count is the model's whole account"]

@@ -95,14 +95,17 @@ TERMS: tuple[Term, ...] = (
     # Number formats
     Term("float32", (r"\bfloat32\b", r"\bFP32\b"), "A 32-bit floating-point number: about 7 significant decimal "
          "digits. The series' default."),
-    Term("mantissa", (r"(?i)\bmantissa",), "The significant bits of a floating-point number (the rest are its "
-         "sign and exponent): 24 in float32, 8 in bfloat16."),
+    Term("mantissa", (r"(?i)\bmantissa",), "The bits of a floating-point number that hold its digits (the rest "
+         "are its sign and exponent). Stored: 23 in float32, 10 in TF32, 7 in bfloat16; a leading 1 is implied, not "
+         "stored, so the significant bits are one more: 24, 11 and 8."),
     Term("float64", (r"\bfloat64\b", r"\bFP64\b"), "A 64-bit floating-point number: about 16 significant "
          "decimal digits. Python's own float."),
-    Term("bfloat16", (r"\bbf16\b", r"\bbfloat16\b"), "A 16-bit float with float32's range but only 2 to 3 "
-         "significant digits: what a TPU's MXU multiplies."),
-    Term("TF32", (r"\bTF32\b",), "TensorFloat-32: float32's range with 10 bits of mantissa (about 3 digits), what "
-         "NVIDIA tensor cores use for a float32 product since the A100."),
+    Term("bfloat16", (r"\bbf16\b", r"\bbfloat16\b"), "A 16-bit float with float32's 8 exponent bits, so its "
+         "range, but only 7 stored mantissa bits (8 significant with the implied leading 1): 2 to 3 significant "
+         "digits. What a TPU's MXU multiplies."),
+    Term("TF32", (r"\bTF32\b",), "TensorFloat-32: float32's range with 10 stored mantissa bits (11 significant "
+         "with the implied leading 1, about 3 digits), what NVIDIA tensor cores use for a float32 product since the "
+         "A100."),
     # Accelerators in general
     Term("host", (r"\bhost\b",), "The CPU and its memory, which drive an accelerator: the program runs there and "
          "sends work and data to the device."),
@@ -151,6 +154,9 @@ TERMS: tuple[Term, ...] = (
          "block share, written and read by the kernel itself."),
     Term("__syncthreads", (r"__syncthreads",), "A barrier: every thread of the block waits there until all have "
          "reached it.", code=True),
+    Term("race", (r"(?i)\brac(?:e|es) (?:between|condition)", r"(?i)\bdata races?\b"), "A data race: two threads "
+         "touching the same memory, at least one of them writing, with nothing ordering them; the result depends "
+         "on which gets there first."),
     Term("L2 cache", (r"\bL2\b",), "The GPU's (or CPU's) last cache before main memory, shared by all its cores."),
     Term("HBM", (r"\bHBM\d?e?\b",), "High-bandwidth memory: stacked DRAM beside the chip, the main memory of "
          "datacentre GPUs and TPUs (TB/s)."),
@@ -189,6 +195,9 @@ TERMS: tuple[Term, ...] = (
          "and keeps positive ones."),
     Term("loss", (r"\bloss(?:es)?\b", r"(?i)cross-entropy"), "The number training lowers: how wrong the network's "
          "answers are (softmax cross-entropy: minus the log of the probability it gives the right class)."),
+    Term("logits", (r"(?i)\blogits?\b",), "A network's raw output scores, one per class, before softmax turns them "
+         "into probabilities."),
+    Term("one-hot", (r"(?i)\bone-?hot\b",), "A vector of zeros with a 1 at the position of the right class."),
     Term("learning rate", (r"(?i)learning rate",), "The step size of SGD: each weight moves by it times its "
          "gradient."),
     Term("epoch", (r"(?i)\bepochs?\b",), "One pass of training over every example of the training set."),
@@ -204,6 +213,8 @@ TERMS: tuple[Term, ...] = (
          "how many answers a second."),
     Term("throughput", (r"(?i)\bthroughput",), "How much work a second gets done (samples/s, GFLOP/s), however "
          "long each piece waits."),
+    Term("optimizer", (r"(?i)\boptimi[sz]er",), "The rule that turns each batch's gradients into the weights' "
+         "update: SGD steps against the gradient; Adam also keeps running averages for each weight."),
     Term("Adam", (r"\bAdam\b",), "An optimiser that keeps, for each weight, running averages of its gradient and "
          "of the gradient's square, and steps from them: in float32, 16 bytes a weight with the weight itself."),
     Term("inference", (r"(?i)\binference\b",), "Using a trained model: a forward pass, no gradients."),

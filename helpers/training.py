@@ -735,6 +735,18 @@ class Sweep:
         too, or None if it never does."""
         return crossover(self.values, self.seconds(label), self.predicted(kind))
 
+    def wins_from(self, label: str, kind: str = "cupy") -> str:
+        """Where `kind`'s prediction starts to beat `label`, in words that name only sizes measured: 'from between
+        hidden 256 and 1,024' (the crossover lies somewhere in that gap), 'from the smallest hidden measured, 16'
+        or 'at no hidden measured'."""
+        cross = self.crossover(label, kind)
+        if cross is None:
+            return f"at no {self.vary} measured"
+        below = [v for v in self.values if v < cross]
+        if not below:
+            return f"from the smallest {self.vary} measured, {cross:,}"
+        return f"from between {self.vary} {max(below):,} and {cross:,}"
+
 
 def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequence[int], batch: int = 32,
           hidden: int = 64, device: str = "NVIDIA T4", budget: float | None = None, seed: int = 0,
@@ -782,9 +794,7 @@ def sweep_report(sw: Sweep) -> str:
         lines.append(f"{label}, measured here: {format_seconds(big.median)} per epoch at {sw.vary} "
                      f"{sw.values[-1]:,}{rate}{share}")
         for kind, preds in sw.predictions.items():
-            cross = sw.crossover(label, kind)
-            where = f"from {sw.vary} {cross:,} on" if cross else f"at no {sw.vary} measured"
-            lines.append(f"  {preds[0].label} beats {label} here {where}")
+            lines.append(f"  {preds[0].label} beats {label} here {sw.wins_from(label, kind)}")
     return "\n".join(lines)
 
 

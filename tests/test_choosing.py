@@ -71,6 +71,26 @@ def test_one_sample_is_decided_by_the_fixed_cost_of_a_call_on_every_device(cpu):
     assert one.winner.device.startswith("this CPU") and "(decided by calls)" in str(one)
 
 
+def test_the_winner_judged_by_this_cpus_measurement_follows_the_measurement(cpu):
+    """Section 5 prints two verdicts: the prediction's, and the one with this CPU's measured time in its place."""
+    n = 10_000_000
+    copied = roofline.decide(flops=3 * n, bytes=12 * n, host_bytes=12 * n, cpu=cpu, workload="axpby, copied")
+    predicted = copied.winner
+    assert choosing.winner_judged_by(copied, predicted.seconds) == (predicted.device, predicted.seconds)
+    fastest_other = min(copied.estimates[1:], key=lambda e: e.seconds)
+    assert choosing.winner_judged_by(copied, 1e3) == (fastest_other.device, fastest_other.seconds)
+    device, seconds = choosing.winner_judged_by(copied, 1e-9)
+    assert device.startswith("this CPU") and seconds == 1e-9
+    nowhere = roofline.Decision("too big", tuple(roofline.Estimate(e.device, e.terms, False, "needs more")
+                                                 for e in copied.estimates))
+    with pytest.raises(ValueError, match="fits in the memory of none"):
+        choosing.winner_judged_by(nowhere, 1e-3)
+    with pytest.raises(ValueError, match="this CPU first"):
+        choosing.winner_judged_by(roofline.Decision("no CPU", copied.estimates[1:]), 1e-3)
+    with pytest.raises(ValueError, match="cpu_measured must be a positive, finite number"):
+        choosing.winner_judged_by(copied, 0.0)
+
+
 def test_crossovers_are_read_from_the_batches_measured():
     batches = [1, 16, 256, 4_096]
     slow = choosing.inference_crossovers(batches, [1.0] * 4, ("NVIDIA T4",))  # a CPU taking a second a call

@@ -682,3 +682,27 @@ def test_on_a_gpu_the_measurement_is_printed_beside_the_prediction_and_quoted(ca
 def test_side_by_side_refuses_rows_it_cannot_print(rows, message, capsys) -> None:
     with pytest.raises((TypeError, ValueError), match=message):
         cuda.GPU("NVIDIA T4", specs.get("NVIDIA T4"), here=False).side_by_side(rows)
+
+
+# ---------------------------------------------------------------- section 6: fusion on the CPU
+
+
+def test_fusion_signs_name_each_reason_the_numbers_show_and_only_those() -> None:
+    plain = cuda.LoopSigns("3 passes", cores=1.0, faults=0.0, gbps=40.0)
+    split = cuda.LoopSigns("fused", cores=1.7, faults=None, gbps=30.0)
+    cached = cuda.LoopSigns("fused", cores=1.0, faults=0.0, gbps=81.5)
+    faulting = cuda.LoopSigns("fused", cores=1.0, faults=16_385.0, gbps=11.6)
+    assert cuda.fusion_signs([plain, split], 44.4) == [
+        "fused: 1.7 cores busy, so its loop was split over the cores (one core alone may not draw all of the "
+        "memory's bandwidth)"]
+    (line,) = cuda.fusion_signs([plain, cached], 44.4)
+    assert line.startswith("fused: 81.5 GB/s, 1.8x the 44.4 GB/s main-memory roof, so a cache served")
+    near_roof = dataclasses.replace(cached, gbps=cuda.ABOVE_ROOF * 44.4)  # within the roof's own error: no sign
+    assert cuda.fusion_signs([plain, near_roof], 44.4)[0].startswith("none of these")
+    (line,) = cuda.fusion_signs([plain, faulting], 44.4)
+    assert line.startswith("fused: 16,385 page faults a call")
+    assert len(cuda.fusion_signs([split, cached, faulting], 44.4)) == 3  # every sign, in the loops' order
+    (line,) = cuda.fusion_signs([plain, dataclasses.replace(plain, label="fused", faults=cuda.FEW_FAULTS)], 44.4)
+    assert line.startswith("none of these: 3 passes, fused each kept one core busy") and "byte count" in line
+    with pytest.raises(ValueError, match="roof_gbps must be a finite number above zero"):
+        cuda.fusion_signs([plain], float("nan"))

@@ -143,6 +143,19 @@ def test_every_constant_says_where_it_comes_from():
             assert not ("https://" in cost.source and cost.source.startswith("assumed")) or "found" in cost.source
 
 
+
+def test_a_printed_source_gives_values_and_meanings_not_the_models_internal_names():
+    """Chapter 04 prints the TPU call's cost with its source: a learner reads '6.81 µs, JAX's dispatch', not the
+    name of a constant in this module; the value it states is the constant's."""
+    names = [name for name in roofline.__all__ if name.isupper() and "_" in name]  # its own, not imported
+    tables = (roofline.OVERHEADS, roofline.KERNEL_FLOOR, roofline.MATMUL_EFFICIENCY, roofline.MEMORY_EFFICIENCY)
+    costs = [*(c for table in tables for c in table.values()), roofline.TPU_PIPELINED_LEAST, roofline.PAGEABLE_FRACTION]
+    assert "TPU_PIPELINED_LEAST" in names and len(costs) > 10
+    for cost in costs:
+        assert not [name for name in names if name in cost.source or name in cost.what], cost.source
+    least = f"{roofline.TPU_PIPELINED_LEAST.value * 1e6:.3g} µs"
+    assert f"from the host's dispatch alone, {least}" in roofline.OVERHEADS["jax_tpu"].source
+
 # --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
 
 INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "files", "glossary", "hardware", "limits", "notice",

@@ -268,6 +268,10 @@ def test_crossover_is_where_the_prediction_wins_from_then_on() -> None:
     assert sw.crossover("NumPy") is None
     np.testing.assert_allclose(sw.seconds("NumPy"), [0.5 * p, 2 * p, 1.5 * p, 0.1 * p])
     np.testing.assert_allclose(sw.predicted("jax"), [q.seconds for q in preds["jax"]])
+    assert sw.wins_from("NumPy") == "at no hidden measured"
+    sw.timings["NumPy"][3] = _fake_timing(3.0 * p)
+    assert sw.wins_from("NumPy") == "from between hidden 16 and 64", "names the gap, not the first size above it"
+    assert sw.wins_from("NumPy", "jax") == "from the smallest hidden measured, 16"
     with pytest.raises(KeyError, match="no trainer labelled 'CuPy' in this sweep; it timed: NumPy"):
         sw.crossover("CuPy")
     with pytest.raises(KeyError, match="no prediction of kind 'keras' in this sweep; it predicted: cupy, jax"):
@@ -285,8 +289,9 @@ def test_sweep_report_says_which_prediction_wins_where_even_without_a_known_peak
                         {"NumPy": "numpy", "CuPy": "cupy", "JAX": "jax"}, preds)
     lines = training.sweep_report(sw).splitlines()
     assert lines[0].startswith("NumPy, measured here: ") and " per epoch at hidden 64, " in lines[0]
-    assert lines[1] == "  CuPy on the NVIDIA T4 (prediction) beats NumPy here from hidden 64 on"
-    assert lines[2] == "  JAX jit per step on the NVIDIA T4 (prediction) beats NumPy here from hidden 16 on"
+    assert lines[1] == "  CuPy on the NVIDIA T4 (prediction) beats NumPy here from between hidden 16 and 64"
+    assert lines[2] == ("  JAX jit per step on the NVIDIA T4 (prediction) beats NumPy here from the smallest hidden "
+                        "measured, 16")
     assert lines[3].endswith(" GFLOP/s (0% of the NVIDIA T4 peak)") and lines[3].startswith("CuPy, measured here: ")
     assert lines[6].endswith(" GFLOP/s") and "peak" not in lines[6] and len(lines) == 9
 
