@@ -114,7 +114,8 @@ TERMS: tuple[Term, ...] = (
     Term("PCIe", (r"\bPCIe\b",), "The link between the host and a GPU: tens of GB/s, far slower than the GPU's own "
          "memory."),
     Term("kernel", (r"\bkernels?\b",), "A function that runs on an accelerator: on a GPU, one copy per thread; in "
-         "JAX, what XLA compiles. (A Jupyter kernel is the Python process that runs a notebook.)"),
+         "JAX, what XLA compiles; in a BLAS, its innermost hand-tuned routines. (A Jupyter kernel is the Python "
+         "process that runs a notebook.)"),
     Term("launch", (r"(?i)\blaunch(?:es|ed|ing)?\b",), "Starting a kernel on the device: the host sends the kernel, "
          "its grid and its arguments. A fixed cost of microseconds, paid every call."),
     Term("jit", (r"\bjit(?:ted|ting)?\b", r"(?i)just-in-time"), "Just-in-time compilation: JAX traces a Python "
