@@ -443,20 +443,34 @@ def _physical_cores(cpuinfo: dict[str, str], logical: int) -> Sourced:
     return Sourced(logical, "os.cpu_count() (SMT unknown, each counted as a core)")
 
 
+def _blas_per_cycle(per_core_cycle: int, simd_bits: int, blas_bits: int | None, kernels: str) -> Sourced:
+    """The FP32 FLOP per cycle one core can show in NumPy's BLAS, and why: the width of its kernels' vectors where
+    known (blas_vector_bits: OpenBLAS's 256-bit Haswell kernels show half an AVX-512 core's rate), else the CPU's."""
+    if blas_bits and blas_bits < simd_bits:
+        per_cycle = per_core_cycle * blas_bits // simd_bits
+        return Sourced(per_cycle, f"from {kernels} at {per_cycle} FP32 FLOP a cycle ({blas_bits}-bit vectors, "
+                                  f"where the core's {simd_bits}-bit ones do {per_core_cycle})")
+    width = (f"{blas_bits}-bit vectors, as wide as the CPU's" if blas_bits == simd_bits
+             else f"taken to use the CPU's full {simd_bits}-bit vectors")
+    return Sourced(per_core_cycle, f"from {kernels or 'BLAS'} at {per_core_cycle} FP32 FLOP a cycle ({width})")
+
+
 def _clock_and_matrix_unit(
-    stated: tuple[Sourced, ClockKind] | None, per_core: float, per_core_cycle: int, kept: dict[str, float]
+    stated: tuple[Sourced, ClockKind] | None, per_core: float, per_cycle: Sourced, kept: dict[str, float]
 ) -> tuple[Sourced, Sourced | None, dict[str, float]]:
     """The clock for the peak, a matrix unit's FP32 peak per core (None without one), and what to keep for later runs.
 
+    per_cycle is the FP32 FLOP per cycle one core can show in BLAS, and its source (_blas_per_cycle): the clock
+    source names it, so that the least clock can be checked from the line.
     The clock must leave one core's best BLAS rate at most BLAS_BEST_EFFICIENCY of the peak. A stated maximum clock
     is used when it does; far below that rate (MATRIX_UNIT_FACTOR) a matrix unit did the work. A stated base or
     reported clock is used only with INFERRED_MARGIN to spare. Otherwise the clock is inferred: the least clock plus
     the margin, rounded up to CLOCK_STEP_HZ. Whichever is chosen is kept, and used by later runs while it still
     covers their rate, so noise in the calibration does not move the peak from run to run.
     """
-    floor_hz = per_core / (per_core_cycle * BLAS_BEST_EFFICIENCY)
-    needs = (f"{per_core / 1e9:,.1f} GFLOP/s on one core needs at least {floor_hz / 1e9:.2f} GHz at "
-             f"{BLAS_BEST_EFFICIENCY:.0%} efficiency")
+    floor_hz = per_core / (float(per_cycle.value) * BLAS_BEST_EFFICIENCY)
+    needs = (f"{per_core / 1e9:,.1f} GFLOP/s on one core, {per_cycle.source}, needs at least "
+             f"{floor_hz / 1e9:.2f} GHz at {BLAS_BEST_EFFICIENCY:.0%} efficiency")
     path = _cache_file()
     kept_in = f"kept for this CPU model in {path}" if path else "not kept (no cache directory)"
     margin = f"{INFERRED_MARGIN - 1:.0%}"
@@ -518,11 +532,11 @@ def cpu_info() -> CPUInfo:
     if per_core > fresh:
         demonstrated += f"; {per_core / 1e9:,.1f} GFLOP/s at best in an earlier run on this CPU model"
     blas_bits, kernels = blas_vector_bits()
-    blas_cycle = per_core_cycle * min(1.0, (blas_bits or simd_bits) / simd_bits)  # what BLAS can show per cycle
-    if blas_cycle < per_core_cycle:
-        demonstrated += f"; {kernels} use {blas_bits}-bit vectors: at most {blas_cycle:g} of the core's " \
+    blas_cycle = _blas_per_cycle(per_core_cycle, simd_bits, blas_bits, kernels)  # what BLAS can show per cycle, why
+    if blas_cycle.value < per_core_cycle:
+        demonstrated += f"; {kernels} use {blas_bits}-bit vectors: at most {blas_cycle.value} of the core's " \
                         f"{per_core_cycle} FP32 FLOP/cycle"
-    clock, matrix, keep = _clock_and_matrix_unit(stated, per_core, int(blas_cycle), kept)
+    clock, matrix, keep = _clock_and_matrix_unit(stated, per_core, blas_cycle, kept)
     keep["blas_fp32_per_core"] = per_core
     if keep != kept:
         _keep(key, keep)

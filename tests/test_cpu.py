@@ -193,7 +193,8 @@ def machine(monkeypatch, tmp_path):
         monkeypatch.setattr(cpu, "_logical_cpus", lambda: logical)
         monkeypatch.setattr(cpu, "calibrate_matmul_flops", calibrate)
         monkeypatch.setattr(cpu, "measure_bandwidth", lambda *a, **k: 12.5e9)
-        monkeypatch.setattr(cpu, "blas_vector_bits", lambda: (blas_bits, "OpenBLAS's Haswell kernels"))
+        monkeypatch.setattr(cpu, "blas_vector_bits",
+                            lambda: (blas_bits, "OpenBLAS's Haswell kernels" if blas_bits else ""))
         if nominal is not ...:
             monkeypatch.setattr(cpu, "_nominal_clock", lambda info, brand: nominal)
         pinned.clear()
@@ -266,6 +267,18 @@ def test_blas_kernels_narrower_than_the_cpu_show_only_their_width(machine):
     assert info.clock_hz.value == pytest.approx(4.2e9)  # 4.0 GHz needed at 32 FLOP/cycle, plus 5%
     assert "OpenBLAS's Haswell kernels use 256-bit vectors: at most 32 of the core's 64" in \
         info.blas_fp32_per_core.source
+    # the clock's source names the FLOP per cycle it divided by, so that 4.00 GHz can be checked from the line
+    assert ("on one core, from OpenBLAS's Haswell kernels at 32 FP32 FLOP a cycle (256-bit vectors, where the core's "
+            "512-bit ones do 64), needs at least 4.00 GHz at 90% efficiency") in info.clock_hz.source
+
+
+def test_blas_kernels_as_wide_as_the_cpu_show_its_full_rate(machine):
+    info = machine({"/proc/cpuinfo": ZEN1_CPUINFO}, logical=2, calibrated=once(36.2e9), nominal=VM_CLOCK,
+                   blas_bits=256)  # 256-bit kernels on an AVX2 core: no narrower than its vectors
+    assert info.clock_hz.value == pytest.approx(inferred_hz(36.2e9, ZEN1_PER_CYCLE))
+    assert (f"from OpenBLAS's Haswell kernels at {ZEN1_PER_CYCLE} FP32 FLOP a cycle (256-bit vectors, as wide as "
+            "the CPU's), needs at least") in info.clock_hz.source
+    assert "at most" not in info.blas_fp32_per_core.source
 
 
 def test_zen5_counts_two_512_bit_fma_pipes():
@@ -280,6 +293,8 @@ def test_a_base_clock_without_5_percent_to_spare_gives_way_to_an_inferred_one(ma
     assert info.clock_hz.value == pytest.approx(2.3e9)  # 2.15 x 1.05 = 2.26 -> 2.3 GHz
     source = info.clock_hz.source
     assert source.startswith("inferred from NumPy's BLAS") and "needs at least 2.15 GHz at 90% efficiency" in source
+    assert ("on one core, from BLAS at 64 FP32 FLOP a cycle (taken to use the CPU's full 512-bit vectors), needs "
+            "at least 2.15 GHz") in source  # kernels not named: the CPU's full width is assumed, and said
     assert "the stated 2.20 GHz (the base clock in the CPU's name" in source and "rounded up to 0.1 GHz" in source
     assert "cpu-peak.json" in source
     assert info.nominal_clock_hz.value == pytest.approx(2.2e9)
