@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda_sim, roofline
+from . import executor, roofline
 from .cuda import blocks_for
-from .cuda_c import CudaCError
+from .executor import CudaCError
 from .style import PREDICTION_COLOUR, REFERENCE_COLOUR, figure
 from .timing import crossover, format_seconds
 from .validate import LARGEST, finite, fraction, positive_int, positive_number
@@ -168,7 +168,7 @@ def first_win(batches: Sequence[int], wins: Mapping[str, int | None]) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # Branchy code: 32 threads of a warp run in lock step
 
-WARP = cuda_sim.WARP_SIZE
+WARP = executor.WARP_SIZE
 
 
 def warp_steps(source: str, name: str, x: np.ndarray, threads: int = 128) -> np.ndarray:
@@ -196,7 +196,7 @@ def warp_steps(source: str, name: str, x: np.ndarray, threads: int = 128) -> np.
     out = np.zeros(x.size, dtype=np.int32)
     blocks = blocks_for(x.size, threads)
     try:
-        program = cuda_sim.Program(source)
+        program = executor.Program(source)
     except CudaCError as exc:
         raise CudaCError(f"the kernel's source: {exc}") from None
     run = program.launch(name, (blocks,), (threads,), (x, out, np.int32(x.size)), trace=True)

@@ -15,7 +15,6 @@ compiled by tests/test_cuda_sources.py, as are the .cu files in helpers/kernels/
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -26,6 +25,7 @@ import numpy as np
 
 from . import nvrtc, roofline, specs, workloads
 from .backend import backends
+from .cupy_params import C_TYPES, NAME, Param, parse_params
 from .timing import Timing, benchmark, format_seconds
 from .validate import finite, positive_int
 
@@ -96,43 +96,6 @@ def compile_report(source: str, name: str, archs: str | Sequence[str] = nvrtc.TA
 # --------------------------------------------------------------------------------------------------------------
 # ElementwiseKernel snippets, made into whole kernels
 
-#: NumPy dtype names ElementwiseKernel parameters may use, and their CUDA C types.
-C_TYPES = {
-    "bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
-    "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
-    "float32": "float", "float64": "double",
-}
-_NAME = re.compile(r"[A-Za-z_]\w*")
-
-
-@dataclass(frozen=True)
-class Param:
-    """One ElementwiseKernel parameter: 'float32 x', 'T x' (a type placeholder) or 'raw T x' (whole array)."""
-
-    type: str
-    name: str
-    raw: bool = False
-
-
-def parse_params(text: str, what: str = "params") -> list[Param]:
-    """'float32 a, raw T x' -> [Param('float32', 'a'), Param('T', 'x', raw=True)], as CuPy reads them."""
-    if not isinstance(text, str):
-        raise TypeError(f"{what} must be a string such as 'float32 x, float32 y'; got {type(text).__name__}")
-    out = []
-    for part in (p.strip() for p in text.split(",")):
-        words = part.split()
-        raw = bool(words) and words[0] == "raw"
-        words = words[1:] if raw else words
-        if len(words) != 2 or not all(_NAME.fullmatch(word) for word in words):
-            raise ValueError(f"cannot read {part!r} in {what} {text!r}: write each parameter as 'type name', "
-                             "e.g. 'float32 x', 'T x' or 'raw T x', separated by commas")
-        out.append(Param(words[0], words[1], raw))
-    names = [p.name for p in out]
-    if len(set(names)) != len(names):
-        raise ValueError(f"{what} {text!r} uses a name twice")
-    return out
-
-
 @dataclass(frozen=True)
 class Elementwise:
     """A CuPy ElementwiseKernel, kept as its parts so it can be compiled without a GPU and run on one.
@@ -150,7 +113,7 @@ class Elementwise:
     def __post_init__(self) -> None:
         if not isinstance(self.operation, str) or not self.operation.strip():
             raise ValueError("operation must be a non-empty string of CUDA C, e.g. 'y = 2 * x'")
-        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+        if not isinstance(self.name, str) or not NAME.fullmatch(self.name):
             raise ValueError(f"name must be a C identifier such as 'saxpy'; got {self.name!r}")
         clash = {p.name for p in self.inputs} & {p.name for p in self.outputs}
         if clash:
@@ -272,7 +235,7 @@ def cupy() -> Any:
         from .cupy_checked import CheckedCupy
 
         return CheckedCupy(real)
-    from . import cupy_cpu
+    from .executor import cupy_cpu
 
     return cupy_cpu
 
@@ -284,7 +247,7 @@ def profiler() -> Any:
         import cupyx.profiler
 
         return cupyx.profiler
-    from . import cupy_cpu
+    from .executor import cupy_cpu
 
     return cupy_cpu.profiler
 
@@ -296,7 +259,7 @@ def cupyx() -> Any:
         import cupyx as real
 
         return real
-    from . import cupy_cpu
+    from .executor import cupy_cpu
 
     return cupy_cpu.cupyx
 

@@ -1,7 +1,8 @@
-"""CuPy itself, with RawKernel launches checked first, as the CPU executor checks them.
+"""CuPy itself, with RawKernel and RawModule launches checked first, as the CPU executor checks them.
 
 On a GPU, `cupy = h.cuda.cupy()` gives this: every name is CuPy's own (`cupy.asarray`, `cupy.ElementwiseKernel`,
-`cupy.cuda`, ...), except that a `RawKernel` launch whose arguments the kernel would misread is refused with the
+`cupy.cuda`, ...), except that a launch of a `RawKernel`, or of a function a `RawModule` gives, whose arguments
+the kernel would misread is refused with the
 same message the CPU executor gives (a Python int where the kernel takes an int, an array of the wrong dtype, a
 block over 1024 threads): CuPy passes the first two on, and the GPU reads wrong numbers without an error.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from . import cuda_sim, timing
+from . import executor, timing
 
 
 def signature(grid: Any, block: Any, args: Any) -> tuple[Any, ...]:
@@ -32,10 +33,11 @@ def signature(grid: Any, block: Any, args: Any) -> tuple[Any, ...]:
 
 
 class RawKernel:
-    """cupy.RawKernel(code, name), each new launch signature checked by helpers.cuda_sim.check_launch first."""
+    """cupy.RawKernel(code, name), or a RawModule's function: each new launch signature checked by
+    helpers.executor.check_launch first."""
 
-    def __init__(self, real: Any, code: str, name: str, *args: Any, **kwargs: Any) -> None:
-        self._kernel = real.RawKernel(code, name, *args, **kwargs)
+    def __init__(self, kernel: Any, code: str, name: str) -> None:
+        self._kernel = kernel
         self._code, self._name = code, name
         self._checked: set[tuple[Any, ...]] = set()
 
@@ -47,7 +49,7 @@ class RawKernel:
             except TypeError:  # something unhashable in the launch: check it every time, as it cannot be remembered
                 key = None
             if key is None or key not in self._checked:
-                cuda_sim.check_launch(self._code, self._name, grid, block, args)
+                executor.check_launch(self._code, self._name, grid, block, args)
                 if key is not None:
                     self._checked.add(key)
         return self._kernel(grid, block, args, **kwargs)
@@ -56,15 +58,35 @@ class RawKernel:
         return getattr(self._kernel, attribute)
 
 
+class RawModule:
+    """cupy.RawModule(code=...): its get_function(name) launches are checked as a RawKernel's are."""
+
+    def __init__(self, real: Any, *args: Any, **kwargs: Any) -> None:
+        self._module = real.RawModule(*args, **kwargs)
+        self._code = kwargs.get("code", args[0] if args else None)
+
+    def get_function(self, name: str) -> RawKernel | Any:
+        function = self._module.get_function(name)
+        if not isinstance(self._code, str):  # a module loaded from a file (path=...): no source to check
+            return function
+        return RawKernel(function, self._code, name)
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._module, attribute)
+
+
 class CheckedCupy(types.ModuleType):
-    """The cupy module, RawKernel apart."""
+    """The cupy module, RawKernel and RawModule apart."""
 
     def __init__(self, real: types.ModuleType) -> None:
         super().__init__("cupy", real.__doc__)
         self._real = real
 
     def RawKernel(self, code: str, name: str, *args: Any, **kwargs: Any) -> RawKernel:  # noqa: N802 - CuPy's name
-        return RawKernel(self._real, code, name, *args, **kwargs)
+        return RawKernel(self._real.RawKernel(code, name, *args, **kwargs), code, name)
+
+    def RawModule(self, *args: Any, **kwargs: Any) -> RawModule:  # noqa: N802 - CuPy's name
+        return RawModule(self._real, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)

@@ -1,7 +1,7 @@
 """Checkers for chapter 03's kernel exercises: one printed verdict, never an exception at the learner.
 
 Every checker compiles the learner's CUDA C with NVRTC for the T4 and the H100 (a compile error is a ❌ with
-NVRTC's message) and runs it through the CPU executor (helpers.cuda_sim) at several sizes that are not
+NVRTC's message) and runs it through the CPU executor (helpers.executor) at several sizes that are not
 multiples of the block size: a fault (out of bounds, a race, a barrier only part of a block reaches) is a ❌
 with the first thread, element and line. On a GPU it then runs the kernel there too, at several shapes, each
 array inside a NaN-poisoned guard region (a read outside an array then spoils the result, a write outside it
@@ -31,11 +31,11 @@ from typing import Any, ParamSpec
 
 import numpy as np
 
-from . import cuda_c, cuda_sim, cupy_cpu, nvrtc
+from . import executor, nvrtc
 from .backend import to_numpy
 from .checks import TIME_LIMIT, Verdict
 from .cuda import MAX_BLOCK_THREADS, Elementwise, blocks_for, gpu_here
-from .cuda_c import CudaCError
+from .executor import CudaCError, cupy_cpu
 from .limits import TimeLimitExceeded, time_limit
 from .validate import finite
 
@@ -49,9 +49,9 @@ EXECUTOR_SECONDS = 30.0
 RUN_SECONDS = TIME_LIMIT
 #: Poisoned elements before and after every array a GPU check hands to the learner's kernel.
 GUARD = 64
-#: The most elements a check's n may ask for: the CPU executor runs about a million C operations a second,
-#: and at most cuda_sim.MAX_LAUNCH_THREADS threads in one launch.
-MAX_ELEMENTS = cuda_sim.MAX_LAUNCH_THREADS // 2
+#: The most elements a check's n may ask for: the CPU executor checks every access, and runs at most
+#: executor.MAX_LAUNCH_THREADS threads in one launch.
+MAX_ELEMENTS = executor.MAX_LAUNCH_THREADS // 2
 #: The longest side of the tiled-matmul check's product on a GPU.
 MAX_SIDE = 4096
 #: Scale factors a check may draw: hundredths from 0.5 to 4, either sign, never 1 (a kernel that copies x
@@ -226,7 +226,7 @@ def _run_all(title: str, build: Callable[[], Any], runs: Runs, on: str, rtol: fl
             raise
         return Verdict(False, True, f"❌ {title}: {on.removeprefix('on ')} took longer than {EXECUTOR_SECONDS:g} s: "
                                     "is there a loop that never ends?")
-    except (cuda_sim.KernelFault, TypeError, ValueError, _OutsideArrays) as exc:
+    except (executor.KernelFault, TypeError, ValueError, _OutsideArrays) as exc:
         return Verdict(False, True, f"❌ {title}: {exc} ({where}, {on})")
     except Exception as exc:  # noqa: BLE001 - whatever CuPy, the driver or the executor raised: a verdict
         if not on.endswith("GPU"):
@@ -243,7 +243,7 @@ def _gpu_kernel(source: str, name: str) -> Any:
     """cupy.RawKernel for `name`, once the source is known to export it (else a launch fails obscurely)."""
     import cupy
 
-    kernels, exported = cuda_c.kernel_names(source)
+    kernels, exported = executor.kernel_names(source)
     if name not in exported:
         why = 'it is not declared extern "C" (C++ renames it)' if name in kernels else \
             f"the source defines {', '.join(kernels) or 'no __global__ function'}"
@@ -292,7 +292,7 @@ def _verdict(title: str, compiled: bool, gpu: str | None, cpu: str) -> Verdict:
     return Verdict(True, True, "\n".join(lines))
 
 
-def _launch_on_cpu(program: cuda_sim.Program, name: str, grid: tuple[int, ...], block: tuple[int, ...],
+def _launch_on_cpu(program: executor.Program, name: str, grid: tuple[int, ...], block: tuple[int, ...],
                    arrays: dict[str, np.ndarray], scalars: tuple[Any, ...]) -> list[Any]:
     """Launch `name` on the CPU executor with a copy of each of `arrays`; the copies, as the kernel left them."""
     copies = [np.array(array, copy=True) for array in arrays.values()]
@@ -492,7 +492,7 @@ def _builds(source: str, name: str) -> Callable[[str], tuple[Callable[[], Any], 
     """For "cpu" or "gpu": (how to build the kernel `name` of `source` there, how to launch it there)."""
     def build(where: str) -> tuple[Callable[[], Any], Launcher]:
         if where == "cpu":
-            return (lambda: cuda_sim.Program(source)), _launch_on_cpu
+            return (lambda: executor.Program(source)), _launch_on_cpu
         return (lambda: _gpu_kernel(source, name)), _launch_on_gpu
     return build
 

@@ -31,9 +31,10 @@ from test_bad_input import (
 )
 from test_cuda import SCALE, SILU, _solution
 
-from helpers import choosing, classroom, cuda, cuda_sim, cupy_cpu, kernel_checks, roofline, specs
+from helpers import choosing, classroom, cuda, executor, kernel_checks, roofline, specs
 from helpers.__main__ import main
 from helpers.checks import Verdict
+from helpers.executor import cupy_cpu
 from helpers.limits import time_limit
 
 T4 = specs.get("NVIDIA T4")
@@ -72,8 +73,8 @@ def elementwise_fill(a: Any, size: Any) -> Any:
 
 
 def check_launch_of_vector_add(name: Any, grid: Any, block: Any, args: Any) -> None:
-    """cuda_sim.check_launch(VECTOR_ADD, ...): its source argument is tried on its own (below)."""
-    cuda_sim.check_launch(VECTOR_ADD, name, grid, block, args)
+    """executor.check_launch(VECTOR_ADD, ...): its source argument is tried on its own (below)."""
+    executor.check_launch(VECTOR_ADD, name, grid, block, args)
 
 
 SURFACES = [
@@ -150,7 +151,7 @@ def test_one_bad_argument_to_a_new_entry_point_gets_a_result_or_a_clear_error(
 
 @pytest.mark.parametrize("source", BAD_VALUES)
 def test_check_launch_takes_any_source_without_a_raw_traceback(source: Any) -> None:
-    assert_result_or_clear_error(Public(cuda_sim.check_launch, {"source": VECTOR_ADD, "name": "vector_add",
+    assert_result_or_clear_error(Public(executor.check_launch, {"source": VECTOR_ADD, "name": "vector_add",
                                                                 "grid": (1,), "block": (N,), "args": _vectors()}),
                                  "source", source)
 

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda, cuda_sim, cupy_cpu, kernel_checks, nvrtc, roofline, specs, timing
+from helpers import cuda, executor, kernel_checks, nvrtc, roofline, specs, timing
 from helpers import mandelbrot as mb
+from helpers.executor import cupy_cpu
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
 
@@ -444,7 +445,7 @@ class FakeCupy(types.ModuleType):
                 if self.name in fake.emulations:
                     fake.emulations[self.name](grid_, block, *args)
                 else:
-                    cuda_sim.Program(self.source).launch(self.name, grid_, block, [
+                    executor.Program(self.source).launch(self.name, grid_, block, [
                         np.asarray(a) if isinstance(a, FakeArray) else a for a in args])
 
         class ElementwiseKernel:
@@ -457,7 +458,14 @@ class FakeCupy(types.ModuleType):
                 run = fake.elementwise.get(self.name) or self.on_cpu
                 return on_device(run(*map(np.asarray, args)))
 
-        self.RawKernel, self.ElementwiseKernel = RawKernel, ElementwiseKernel
+        class RawModule:
+            def __init__(self, code: str, options: tuple = (), name_expressions=None) -> None:
+                self.code = code
+
+            def get_function(self, name: str) -> RawKernel:
+                return RawKernel(self.code, name)
+
+        self.RawKernel, self.ElementwiseKernel, self.RawModule = RawKernel, ElementwiseKernel, RawModule
 
     asarray = staticmethod(on_device)
 

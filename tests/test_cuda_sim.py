@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 from conftest import python_only
 
-from helpers import cuda, cupy_cpu
-from helpers.cuda_c import CudaCError, UnsupportedSyntax
-from helpers.cuda_sim import KernelFault, Program
+from helpers import cuda
+from helpers.executor import CudaCError, KernelFault, Program, UnsupportedSyntax, cupy_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "helpers" / "kernels"
@@ -226,8 +225,9 @@ PLANTED = [
      "out-of-bounds read"),
     ("off by one", lambda: run_vector_add(_without(source("vector_add.cu"), "if (i < n)", "if (i <= n)")),
      "out-of-bounds read"),
-    ("no first barrier", lambda: run_matmul(_without(MATMUL, "__syncthreads();"), "matmul_tiled", 37),
-     "uninitialised read"),
+    # in lock step every thread has stored its tile element before any thread reads: a read of another thread's
+    # element with no barrier between is a race (a GPU may or may not have stored it yet)
+    ("no first barrier", lambda: run_matmul(_without(MATMUL, "__syncthreads();"), "matmul_tiled", 37), "race"),
     ("no second barrier", lambda: run_matmul(_without(MATMUL, "__syncthreads();", nth=1), "matmul_tiled", 37),
      "race"),
     ("no zero padding", lambda: run_matmul(
@@ -267,7 +267,8 @@ def test_threads_adding_into_one_global_element_race_unless_atomic():
     total = 'extern "C" __global__ void total(const float* x, float* out, int n) {\n' \
             ' int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i < n) {\n %s\n }\n}'
     x, out = np.ones(300, np.float32), np.zeros(1, np.float32)
-    with pytest.raises(KernelFault, match=r"race at line 4: thread \(1,\) of block \(0,\) will read out\[0\], "
+    # in lock step every thread reads out[0], then every thread writes it: thread 1's write follows thread 0's
+    with pytest.raises(KernelFault, match=r"race at line 4: thread \(1,\) of block \(0,\) will write out\[0\], "
                                           r"which thread \(0,\) of the same block wrote at line 4") as fault:
         Program(total % "out[0] += x[i];").launch("total", (2,), (256,), (x, out, np.int32(300)))
     assert fault.value.kind == "race"

@@ -4,7 +4,7 @@ Where sources are found:
 - the .cu files in helpers/kernels/;
 - string constants holding `__global__` in helpers/*.py, except docstrings (prose), f-strings (templates:
   the ElementwiseKernel generator's output is compiled by tests/test_cuda.py) and the CUDA C translator
-  (helpers/cuda_c.py, whose strings are patterns and messages about kernels);
+  (helpers/executor/, whose strings are patterns and messages about kernels);
 - in every notebook, code cells and the ```python blocks of Markdown cells (exercise solutions): string
   constants holding `__global__`, and calls `Elementwise(in_params, out_params, operation, name, ...)` (as in
   `h.cuda.Elementwise(...)`), whose arguments must be literals so this test can rebuild the kernel.
@@ -21,7 +21,7 @@ import nbformat
 import pytest
 from conftest import python_only
 
-from helpers import cuda, cuda_sim, nvrtc
+from helpers import cuda, executor, nvrtc
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -64,16 +64,16 @@ def sources_in_python(code: str, where: str) -> list[tuple[str, str]]:
     return found
 
 
-#: Modules that read CUDA C rather than hold it.
-TRANSLATORS = {"cuda_c.py"}
+#: The package that reads CUDA C rather than holds it.
+TRANSLATORS = "executor"
 
 
 def all_sources() -> list[tuple[str, str]]:
     found = [(f"helpers/kernels/{name}", cuda.kernel_source(name)) for name in cuda.kernel_files()]
-    for path in sorted((ROOT / "helpers").glob("*.py")):
-        if path.name in TRANSLATORS:
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        if path.parent.name == TRANSLATORS:
             continue
-        found += sources_in_python(path.read_text(encoding="utf-8"), f"helpers/{path.name}")
+        found += sources_in_python(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         for index, cell in enumerate(nb.cells):
@@ -112,8 +112,8 @@ RAW = [(label, source) for label, source in SOURCES if "Elementwise" not in labe
 
 @pytest.mark.parametrize(("label", "source"), RAW, ids=[label for label, _ in RAW])
 def test_every_raw_cuda_source_is_in_the_cpu_executors_subset(label: str, source: str) -> None:
-    """So each runs on a machine without a GPU (tests/test_cuda_sim.py runs them against NumPy)."""
-    assert cuda_sim.Program(source).kernels, label
+    """So each runs on a machine without a GPU (tests/test_executor.py runs them against NumPy)."""
+    assert executor.Program(source).kernels, label
 
 
 @pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent, nothing compiled: {nvrtc.why()}")

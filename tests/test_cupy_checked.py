@@ -7,7 +7,7 @@ import pytest
 from conftest import FakeClock
 from test_cuda import FakeCupy, on_device
 
-from helpers import cuda, cuda_sim, cupy_checked, timing
+from helpers import cuda, cupy_checked, executor, timing
 
 SOURCE = cuda.kernel_source("vector_add.cu")
 #: What one launch check costs in Python on a GPU machine (20-33 µs measured), and what the kernel takes.
@@ -18,13 +18,13 @@ CHECK_SECONDS, KERNEL_SECONDS = 30e-6, 10e-6
 def counted(monkeypatch):
     """The real check_launch, counted: each call logs whether a timer was timing repeated calls then."""
     calls: list[bool] = []
-    real = cuda_sim.check_launch
+    real = executor.check_launch
 
     def check(*args):
         calls.append(timing.in_timed_region())
         return real(*args)
 
-    monkeypatch.setattr(cuda_sim, "check_launch", check)
+    monkeypatch.setattr(executor, "check_launch", check)
     return calls
 
 
@@ -50,16 +50,28 @@ def test_a_launch_signature_is_checked_once_and_a_new_one_again(counted) -> None
     assert len(counted) == 4
 
 
+def test_a_raw_modules_functions_are_checked_as_a_raw_kernel_is(counted) -> None:
+    module = cupy_checked.CheckedCupy(FakeCupy()).RawModule(code=SOURCE, options=("-std=c++17",))
+    kernel = module.get_function("vector_add")
+    a, b, out = vectors(300)
+    kernel((2,), (256,), (a, b, out, np.int32(300)))
+    assert len(counted) == 1 and (np.asarray(out) == 2 * np.arange(300)).all()
+    with pytest.raises(TypeError, match=r"got the Python int 300, which CuPy passes as a 64-bit integer"):
+        kernel((2,), (256,), (a, b, out, 300))  # refused before the GPU misreads it
+    with pytest.raises(ValueError, match="a block has at most 1024 threads"):
+        kernel((1,), (64, 32), (a, b, out, np.int32(300)))
+
+
 def test_the_check_stays_out_of_what_benchmark_times(counted, monkeypatch) -> None:
     clock = FakeClock()
     fake = FakeCupy()
-    real_launch = cuda_sim.check_launch
+    real_launch = executor.check_launch
 
     def slow_check(*args):  # the check's Python time, as a GPU machine spends it
         clock.advance(CHECK_SECONDS)
         return real_launch(*args)
 
-    monkeypatch.setattr(cuda_sim, "check_launch", slow_check)
+    monkeypatch.setattr(executor, "check_launch", slow_check)
     kernel = cupy_checked.CheckedCupy(fake).RawKernel(SOURCE, "vector_add")
     fake.emulations["vector_add"] = lambda *args: clock.advance(KERNEL_SECONDS)
     a, b, out = vectors(300)

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda, cupy_cpu
-from helpers.cuda_c import CudaCError
-from helpers.cuda_sim import KernelFault
+from helpers import cuda
+from helpers.executor import CudaCError, KernelFault, cupy_cpu
 
 FRONTS = [pytest.param(cupy_cpu, id="cpu executor"),
           pytest.param("gpu", id="cupy", marks=pytest.mark.skipif(not cuda.gpu_here(), reason="needs a GPU"))]
@@ -143,8 +142,8 @@ def test_cuda_profiler_is_the_stand_in_without_a_gpu():
 def test_a_launch_too_big_for_the_executor_is_refused_before_it_runs():
     add = cupy_cpu.RawKernel(cuda.kernel_source("vector_add.cu"), "vector_add")
     a = cupy_cpu.zeros(8, dtype=np.float32)
-    with pytest.raises(ValueError, match=r"1,048,576 threads in one launch: the CPU executor .* runs at most 262,144"):
-        add((4096,), (256,), (a, a, a, np.int32(8)))
+    with pytest.raises(ValueError, match=r"8,388,608 threads in one launch: the CPU executor .* at most 4,194,304"):
+        add((32768,), (256,), (a, a, a, np.int32(8)))
 
 
 def test_an_elementwise_kernel_reads_back_as_its_parts_whoever_made_it():

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import cuda_c, cuda_sim
+from helpers import executor
 
-HELPERS = str(Path(cuda_sim.__file__).parent)
+HELPERS = str(Path(executor.__file__).parent)
 KERNEL = 'extern "C" __global__ void k(float *a, int n) {{ int i = threadIdx.x; {body} }}'
 
 
 def _run(source: str, *args: object) -> np.ndarray:
     out = np.zeros(4, np.float32)
-    cuda_sim.Program(source).launch("k", (1,), (4,), list(args) or [out, np.int32(4)])
+    executor.Program(source).launch("k", (1,), (4,), list(args) or [out, np.int32(4)])
     return out
 
 
@@ -28,17 +28,17 @@ def _refused(source: str, error: type[Exception], match: str) -> None:
 
 
 @pytest.mark.parametrize(("body", "error", "match"), [
-    ("int a$b = 1; if (i < n) a[i] = a$b;", cuda_c.UnsupportedSyntax, r"'\$' in a name"),
-    ("if (i < n) a[i] = " + "9" * 5000 + ";", cuda_c.CudaCError, "5,000 digits.*too large"),
-    ("if (i < n) a[i] = 1." + "5" * 5000 + "f;", cuda_c.CudaCError, "a number of 5,00"),
-    ("if (i < n) a[i] = " + " + ".join(["1.0f"] * 300) + ";", cuda_c.CudaCError, "nests deeper.*temporary"),
-    ("if (i < n) a[i] = " + " + ".join(["1.0f"] * 1000) + ";", cuda_c.CudaCError, "nests deeper"),
-    ("int s = " + " + ".join(["i"] * 128) + "; if (i < n) a[i] = s;", cuda_c.CudaCError, "nests deeper"),
-    ("if (i < n) a[i] = " + "(" * 200 + "1.0f" + ")" * 200 + ";", cuda_c.CudaCError, "nests deeper"),
+    ("int a$b = 1; if (i < n) a[i] = a$b;", executor.UnsupportedSyntax, r"'\$' in a name"),
+    ("if (i < n) a[i] = " + "9" * 5000 + ";", executor.CudaCError, "5,000 digits.*too large"),
+    ("if (i < n) a[i] = 1." + "5" * 5000 + "f;", executor.CudaCError, "a number of 5,00"),
+    ("if (i < n) a[i] = " + " + ".join(["1.0f"] * 300) + ";", executor.CudaCError, "nests deeper.*temporary"),
+    ("if (i < n) a[i] = " + " + ".join(["1.0f"] * 1000) + ";", executor.CudaCError, "nests deeper"),
+    ("int s = " + " + ".join(["i"] * 128) + "; if (i < n) a[i] = s;", executor.CudaCError, "nests deeper"),
+    ("if (i < n) a[i] = " + "(" * 200 + "1.0f" + ")" * 200 + ";", executor.CudaCError, "nests deeper"),
     ("".join(f"for (int j{d} = 0; j{d} < 1; j{d}++) " for d in range(21)) + "if (i < n) a[i] = 1.0f;",
-     cuda_c.CudaCError, "nests deeper"),
-    ("float t[1 << 40];", cuda_c.CudaCError, "1 << 40 shifts a 32-bit integer by 40; C allows 0 to 31"),
-    ("float t[4294967297]; if (i < n) a[i] = 1.0f;", cuda_c.CudaCError, "4,294,967,297 elements"),
+     executor.CudaCError, "nests deeper"),
+    ("float t[1 << 40];", executor.CudaCError, "1 << 40 shifts a 32-bit integer by 40; C allows 0 to 31"),
+    ("float t[4294967297]; if (i < n) a[i] = 1.0f;", executor.CudaCError, "4,294,967,297 elements"),
 ])
 def test_source_the_executor_cannot_follow_is_refused_with_the_reason(body: str, error: type[Exception],
                                                                      match: str) -> None:
@@ -54,7 +54,7 @@ def test_source_the_executor_cannot_follow_is_refused_with_the_reason(body: str,
     ("int s; if (i < n) a[i] = (float)(s | 1);", "the variable s .* is used before it is given one"),
 ])
 def test_undefined_arithmetic_is_a_fault_naming_the_line(body: str, match: str) -> None:
-    with pytest.raises(cuda_sim.KernelFault, match=match) as caught:
+    with pytest.raises(executor.KernelFault, match=match) as caught:
         _run(KERNEL.format(body=body))
     assert caught.value.line == 1 and traceback.extract_tb(caught.value.__traceback__)[-1].filename.startswith(
         HELPERS)
@@ -79,20 +79,20 @@ def test_a_learners_own_device_function_is_called_not_the_built_in_of_the_same_n
 def test_atomic_add_past_int_max_wraps_as_on_a_gpu() -> None:
     source = 'extern "C" __global__ void k(int *a) { atomicAdd(&a[0], 2147483647); }'
     total = np.zeros(1, np.int32)
-    cuda_sim.Program(source).launch("k", (1,), (3,), [total])
+    executor.Program(source).launch("k", (1,), (3,), [total])
     assert total[0] == np.int32(np.uint32(3 * 2147483647 % 2**32).view(np.int32))
 
 
 def test_a_read_only_array_written_by_the_kernel_is_a_fault_naming_it() -> None:
     out = np.zeros(4, np.float32)
     out.flags.writeable = False
-    with pytest.raises(cuda_sim.KernelFault, match="a is read-only .* a.copy()"):
+    with pytest.raises(executor.KernelFault, match="a is read-only .* a.copy()"):
         _run(KERNEL.format(body="if (i < n) a[i] = 1.0f;"), out, np.int32(4))
     source = ('extern "C" __global__ void k(const float *x, float *y, int n) '
               '{ int i = threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }')
     x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
     x.flags.writeable = False  # only read: fine
-    cuda_sim.Program(source).launch("k", (1,), (4,), [x, y, np.int32(4)])
+    executor.Program(source).launch("k", (1,), (4,), [x, y, np.int32(4)])
     assert (y == 2).all()
 
 
@@ -112,5 +112,5 @@ def test_names_that_collide_in_python_run_as_c_reads_them() -> None:
 
 
 def test_a_backslash_in_a_define_stays_c_and_reaches_no_regular_expression() -> None:
-    _refused('#define V 1.0f \\1\n' + KERNEL.format(body="if (i < n) a[i] = V;"), cuda_c.CudaCError,
+    _refused('#define V 1.0f \\1\n' + KERNEL.format(body="if (i < n) a[i] = V;"), executor.CudaCError,
              "does not parse as CUDA C")

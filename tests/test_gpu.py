@@ -4,7 +4,7 @@ their solutions, and the measurements against their roofs and predictions.
     python -m pytest -m gpu          # on a machine with an NVIDIA GPU (Colab: a T4 runtime)
 
 Without a GPU every test here is skipped with the reason. The CPU executor runs the same kernels in
-tests/test_cuda_sim.py, so what this suite adds is the GPU itself: its compiler, its arithmetic (a fused
+tests/test_executor.py, so what this suite adds is the GPU itself: its compiler, its arithmetic (a fused
 multiply-add rounds once), its timings.
 """
 

@@ -26,9 +26,10 @@ import numpy as np
 import pytest
 from test_cuda import FakeArray, FakeCupy, on_device
 
-from helpers import backend, choosing, cuda, cupy_cpu, evidence, gpu_report, roofline, specs, training, workloads
+from helpers import backend, choosing, cuda, evidence, gpu_report, roofline, specs, training, workloads
 from helpers.__main__ import main
 from helpers.backend import BackendStatus
+from helpers.executor import cupy_cpu
 
 hardware_module = importlib.import_module("helpers.hardware")  # `helpers.hardware` is the function
 ROOT = Path(__file__).resolve().parents[1]

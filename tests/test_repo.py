@@ -135,16 +135,6 @@ def test_ruff_passes_notebooks_included() -> None:
 #: No function in helpers/ above this cyclomatic complexity as radon counts it. Ruff's C901 (mccabe) counts less: it
 #: leaves out `and`/`or` and a comprehension's loops and conditions, so it scored the old plots.roofline 12, radon 51.
 MAX_COMPLEXITY = 20
-#: Modules the gate leaves off, each with why. The CUDA executor's modules belong to its second design (issues 25 and
-#: 26), which rewrites them as a sub-package held to the same limit; splitting them now would be thrown away then.
-#: Drop an entry when its module goes (test_the_complexity_gate_exempts_only_modules_that_exist says so).
-COMPLEXITY_EXEMPT = {
-    "helpers/cuda_c.py": "the CUDA C translator: issue 26 rewrites it in the executor's sub-package",
-    "helpers/cuda_sim.py": "the executor's thread runtime: issue 25 rewrites it as lock-step lanes in a sub-package",
-    "helpers/cupy_cpu.py": "the executor's CuPy-shaped front: issue 25 moves it into the sub-package",
-}
-
-
 def complexities(source: str) -> Iterator[tuple[str, int]]:
     """(qualified name, radon's cyclomatic complexity) of every function in `source`: methods, nested functions
     and the methods of nested classes too (radon's own report leaves the last two out)."""
@@ -159,8 +149,7 @@ def complexities(source: str) -> Iterator[tuple[str, int]]:
 
 
 def test_no_function_in_helpers_is_above_complexity_20() -> None:
-    gated = [path for path in sorted((ROOT / "helpers").rglob("*.py"))
-             if path.relative_to(ROOT).as_posix() not in COMPLEXITY_EXEMPT]
+    gated = sorted((ROOT / "helpers").rglob("*.py"))
     too_complex = [f"{path.relative_to(ROOT).as_posix()}: {name} ({score})" for path in gated
                    for name, score in complexities(path.read_text(encoding="utf-8")) if score > MAX_COMPLEXITY]
     assert len(gated) > 30, "the gate found too few modules in helpers/ to prove anything"
@@ -175,12 +164,6 @@ def test_the_complexity_gate_sees_methods_nested_functions_and_nested_classes() 
     source += "\n    def plain(self):\n        return 1\n"
     assert sorted(complexities(source)) == [("Outer.Inner.method", MAX_COMPLEXITY + 1), ("Outer.plain", 1),
                                             ("top", 1), ("top.inner", MAX_COMPLEXITY + 1)]
-
-
-def test_the_complexity_gate_exempts_only_modules_that_exist() -> None:
-    gone = [path for path in COMPLEXITY_EXEMPT if not (ROOT / path).is_file()]
-    assert not gone, f"exempt from the complexity gate but no longer there: drop {gone} from COMPLEXITY_EXEMPT"
-    assert all(path.startswith("helpers/") and reason for path, reason in COMPLEXITY_EXEMPT.items())
 
 
 def test_binder_installs_the_package_without_cupy() -> None:

@@ -1,4 +1,4 @@
-"""CuPy's interface as the series uses it, run on the CPU by the CUDA C executor (helpers.cuda_sim).
+"""CuPy's interface as the series uses it, run on the CPU by the CUDA C executor (helpers.executor.program).
 
 Without a GPU, `cupy = h.cuda.cupy()` gives this module, so a chapter's lines run unchanged and are real CuPy
 code on a GPU:
@@ -9,8 +9,9 @@ code on a GPU:
     cupy.cuda.get_current_stream().synchronize()
 
 Arrays are NumPy arrays in this machine's memory; `cupy.empty` fills them with NaN (or -1), the way a GPU's
-fresh memory holds garbage. A launch runs every thread of the grid at once, checked (bounds, races, barriers),
-so it is for small sizes: about a million C operations a second. `synchronize()` has nothing to wait for.
+fresh memory holds garbage. A launch runs the grid's threads in lock step on NumPy vectors, checking every
+access (bounds, races, barriers): a million-thread vector add takes about a second on a 2-core machine.
+`synchronize()` has nothing to wait for.
 """
 
 from __future__ import annotations
@@ -24,19 +25,22 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda_sim
-from .cuda import C_TYPES, MAX_BLOCK_THREADS, Param, parse_params
-from .cuda_c import CudaCError
-from .validate import flag
+from ..cupy_params import C_TYPES, Param, parse_params
+from ..validate import flag
+from .arguments import MAX_BLOCK_THREADS, MAX_LAUNCH_THREADS
+from .front import CudaCError
+from .memory import KernelFault
+from .program import Program
 
 #: The most seconds profiler.benchmark spends here, warm-up included, whatever it is asked for.
 STAND_IN_SECONDS = 10.0
 #: The most elements an ElementwiseKernel runs here: the executor's launch limit, so a call answers in seconds.
-MAX_ELEMENTS = cuda_sim.MAX_LAUNCH_THREADS
+MAX_ELEMENTS = MAX_LAUNCH_THREADS
 
 ndarray = np.ndarray
 bool_, int32, int64, uint32, uint64, float32, float64 = (np.bool_, np.int32, np.int64, np.uint32, np.uint64,
                                                          np.float32, np.float64)
+
 
 
 #: The kinds of dtype CuPy's arrays hold: bools, signed and unsigned integers, floats and complex numbers.
@@ -114,7 +118,7 @@ class RawKernel:
             raise TypeError(f"options must be a tuple of compiler option strings such as ('-std=c++17',); got "
                             f"{options!r:.40}")
         self.code, self.name, self.options = code, name, tuple(options)
-        self._program: cuda_sim.Program | None = None
+        self._program: Program | None = None
 
     def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], *,
                  shared_mem: int = 0) -> None:
@@ -126,7 +130,7 @@ class RawKernel:
             raise ValueError("shared_mem (dynamic shared memory) is not supported by the CPU executor: declare "
                              "the shared array with a size in the kernel (__shared__ float tile[16][16];)")
         if self._program is None:
-            self._program = cuda_sim.Program(self.code)
+            self._program = Program(self.code)
         self._program.launch(self.name, grid, block, args)
 
 
@@ -159,7 +163,7 @@ class ElementwiseKernel:
         self.in_params, self.out_params, self.operation, self.name = in_params, out_params, operation, name
         self.preamble = preamble
         self.no_return, self.return_tuple = flag("no_return", no_return), flag("return_tuple", return_tuple)
-        self._programs: dict[str, tuple[cuda_sim.Program, range]] = {}
+        self._programs: dict[str, tuple[Program, range]] = {}
 
     def __call__(self, *args: Any, size: int | None = None, block_size: int | None = None) -> Any:
         """Run the operation for every element; returns the output (a tuple of them if there are several)."""
@@ -171,34 +175,43 @@ class ElementwiseKernel:
         types = self._types(params, args)
         shape = self._shape(params, args, size)
         values = [self._input(p, a, types, shape) for p, a in zip(self.inputs, args, strict=False)]
-        given = list(args[n_in:])
+        outs = self._outputs(list(args[n_in:]), types, shape)
+        source, operation = self._source(types, [not isinstance(v, np.ndarray) for v in values])
+        if source not in self._programs:
+            self._programs[source] = (self._compile(source, operation), operation)
+        program, operation = self._programs[source]
+        self._launch(program, operation, [*values, *(o.reshape(-1) for o in outs)], int(np.prod(shape)),
+                     block_size)
+        if self.no_return:
+            return None
+        return tuple(outs) if self.return_tuple or len(outs) > 1 else outs[0]
+
+    # ------------------------------------------------------------------------ the steps of a call
+
+    def _outputs(self, given: list[Any], types: dict[str, np.dtype], shape: tuple[int, ...]) -> list[np.ndarray]:
+        """The outputs given, checked, and new arrays (garbage-filled, as on a GPU) for the rest."""
         outs = given + [empty(shape, types[p.type] if p.type in types else p.type) for p in self.outputs[len(given):]]
         for p, out in zip(self.outputs, outs, strict=True):
             if not isinstance(out, np.ndarray) or (not p.raw and out.shape != shape) or not out.flags.c_contiguous:
                 raise ValueError(f"output {p.name} must be a contiguous array of shape {shape}; got {_describe(out)}")
             if out.dtype != types.get(p.type, np.dtype(p.type) if p.type in C_TYPES else None):
                 raise TypeError(f"{self.name}: output {p.name} is declared {p.type} but got an array of {out.dtype}")
-        source, operation = self._source(types, [not isinstance(v, np.ndarray) for v in values])
-        if source not in self._programs:
-            self._programs[source] = (self._compile(source, operation), operation)
-        program, operation = self._programs[source]
-        count = int(np.prod(shape))
+        return outs
+
+    def _launch(self, program: Program, operation: range, args: list[Any], count: int,
+                block_size: int | None) -> None:
+        """One grid-stride launch over `count` elements; a fault names the line of the learner's operation."""
         if count > MAX_ELEMENTS:
             raise ValueError(f"{self.name}: {count:,} elements; the CPU executor runs at most {MAX_ELEMENTS:,} (it "
-                             "checks every access, about a million operations a second): use a smaller size here")
+                             "checks every access): use a smaller size here")
         threads = 128 if block_size is None else _block_size(block_size)
-        if count:
-            try:
-                program.launch(self.name, (min(-(-count // threads), 1024),), (threads,),
-                               [*values, *(o.reshape(-1) for o in outs), np.int64(count)])
-            except cuda_sim.KernelFault as fault:
-                raise cuda_sim.KernelFault(fault.kind, self._lines(str(fault), operation), thread=fault.thread,
-                                           block=fault.block, line=fault.line) from None
-        if self.no_return:
-            return None
-        return tuple(outs) if self.return_tuple or len(outs) > 1 else outs[0]
-
-    # ------------------------------------------------------------------------ the steps of a call
+        if not count:
+            return
+        try:
+            program.launch(self.name, (min(-(-count // threads), 1024),), (threads,), [*args, np.int64(count)])
+        except KernelFault as fault:
+            raise KernelFault(fault.kind, self._lines(str(fault), operation), thread=fault.thread,
+                              block=fault.block, line=fault.line) from None
 
     def _types(self, params: list[Param], args: Sequence[Any]) -> dict[str, np.dtype]:
         """The dtype each type placeholder stands for: from the arrays first, then from the scalars."""
@@ -293,9 +306,9 @@ class ElementwiseKernel:
         lines += ["}", "}"]
         return "\n".join(lines) + "\n", operation
 
-    def _compile(self, source: str, operation: range) -> cuda_sim.Program:
+    def _compile(self, source: str, operation: range) -> Program:
         try:
-            return cuda_sim.Program(source)
+            return Program(source)
         except CudaCError as exc:
             raise type(exc)(self._lines(str(exc), operation)) from None
 

@@ -1,0 +1,143 @@
+"""A launch's shape and arguments, checked as a GPU would need them: the block and grid limits every NVIDIA GPU
+has, and each argument against its parameter's C type (what CuPy would pass silently and the GPU misread)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .c_types import CONVERSIONS, DTYPES, CType
+from .front import CudaCError
+
+#: Threads that run in lock step on an NVIDIA GPU.
+WARP_SIZE = 32
+#: The most threads a block may have (every NVIDIA GPU since 2010), and per dimension.
+MAX_BLOCK_THREADS = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+#: The most threads one launch may have on the CPU executor: a vector add of this many runs in about 1 s on a
+#: 2-core machine, a 256 x 256 tiled matmul (65,536 threads, each looping 256 times) in about 3 s.
+MAX_LAUNCH_THREADS = 2**22
+
+
+def launch_shape(grid: Any, block: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The grid and the block as (x, y, z); a clear error for what no GPU launches."""
+    grid3, block3 = _dims("grid", grid, MAX_GRID), _dims("block", block, MAX_BLOCK)
+    threads = block3[0] * block3[1] * block3[2]
+    if threads > MAX_BLOCK_THREADS:
+        shown = block3[:len(block)] if isinstance(block, tuple | list) else block3[:1]
+        raise ValueError(f"a block of {' x '.join(map(str, shown))} = {threads:,} threads: a block "
+                         f"has at most {MAX_BLOCK_THREADS} threads; use more blocks instead")
+    return grid3, block3
+
+
+def executor_shape(grid: Any, block: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """_launch_shape, and no more threads than the CPU executor runs in reasonable time."""
+    grid3, block3 = launch_shape(grid, block)
+    total = int(np.prod(grid3)) * int(np.prod(block3))
+    if total > MAX_LAUNCH_THREADS:
+        raise ValueError(f"{total:,} threads in one launch: the CPU executor (no GPU here) runs at most "
+                         f"{MAX_LAUNCH_THREADS:,}, checking every access; use a smaller size here")
+    return grid3, block3
+
+
+def _dims(what: str, value: Sequence[int] | int, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+    items = (value,) if isinstance(value, int | np.integer) else value
+    ok = isinstance(items, tuple | list) and 1 <= len(items) <= 3 and all(
+        isinstance(v, int | np.integer) and not isinstance(v, bool) and v >= 1 for v in items)
+    if not ok:
+        raise ValueError(f"{what} must be a tuple of 1 to 3 positive whole numbers, e.g. (4,) or (8, 8); got "
+                         f"{value!r:.60}")
+    dims = (*(int(v) for v in items), 1, 1)[:3]
+    for axis, (v, limit) in enumerate(zip(dims, limits, strict=True)):
+        if v > limit:
+            raise ValueError(f"{what} {'xyz'[axis]} = {v:,}: at most {limit:,} in that dimension")
+    return dims  # type: ignore[return-value]
+
+
+def arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any], *, run: bool = True) -> list[Any]:
+    """The values the kernel's parameters get: arrays as pointers, NumPy scalars as C values; a clear error when
+    an argument does not match its parameter (what CuPy would pass silently, and the GPU read wrongly).
+    run=False only checks, and takes any array with a dtype (a CuPy array, for a launch on a GPU)."""
+    if not isinstance(args, tuple | list):
+        raise TypeError(f"the kernel's arguments are a tuple, e.g. (a, b, out, np.int32(n)); got {args!r:.60}")
+    if len(args) != len(params):
+        wanted = ", ".join(f"{t} {p}" for p, t in params)
+        raise TypeError(f"{name} takes {len(params)} arguments ({wanted}); got {len(args)}")
+    values = []
+    for i, ((pname, ctype), arg) in enumerate(zip(params, args, strict=True), 1):
+        where = f"argument {i} ({ctype} {pname}) of {name}"
+        want = np.dtype(DTYPES[ctype.name])
+        if getattr(arg, "ndim", None) == 0 and not isinstance(arg, np.generic):  # CuPy passes any array by pointer
+            raise TypeError(f"{where}: got a 0-d array; pass "
+                            + (f"an array of {want} with one element or more (a.reshape(1))" if ctype.pointer
+                               else f"a NumPy scalar, np.{want}(a.item()): CuPy would pass the array's address"))
+        if ctype.pointer:
+            array = arg if isinstance(arg, np.ndarray) or (not run and _device_array(arg)) else None
+            if array is None:
+                raise TypeError(f"{where}: expected an array of {want}, got {type(arg).__name__} {arg!r:.40}")
+            if run and type(array) is not np.ndarray:  # np.matrix, a masked array: they index their own way
+                raise TypeError(f"{where}: a {type(array).__name__}, not a plain NumPy array; pass np.asarray(a)")
+            if array.dtype != want:
+                raise TypeError(f"{where}: an array of {array.dtype}, but the kernel reads {want}: pass "
+                                f"a.astype(np.{want}) (on a GPU the kernel would read the bytes as {want}: "
+                                "wrong numbers, no error)")
+            if not array.flags.c_contiguous:
+                raise TypeError(f"{where}: the array is not contiguous (a transposed or sliced view?): pass "
+                                "an ascontiguousarray(a) copy")
+            values.append(array)
+        else:
+            values.append(_scalar(where, ctype, want, arg))
+    return values
+
+
+def _device_array(arg: Any) -> bool:
+    """Whether `arg` looks like an array on a GPU (CuPy's): a dtype, a shape and contiguity flags."""
+    return not isinstance(arg, np.generic) and all(hasattr(arg, a) for a in ("dtype", "shape", "flags"))
+
+
+def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[Any]) -> None:
+    """Raise, with the executor's message, what a launch of kernel `name` of `source` with these arguments would
+    get wrong on a GPU (a block over 1024 threads, a Python int for an int, an array of the wrong dtype), so a
+    GPU launch is refused as the CPU executor would refuse it. CUDA C outside the executor's subset is not
+    checked here (CuPy, its compiler and the driver check what they can)."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C, a string; got {type(source).__name__} {source!r:.40}")
+    for what, dims in (("grid", grid), ("block", block)):
+        if not isinstance(dims, tuple):
+            raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
+    try:
+        program = _program(source)
+    except CudaCError:  # outside the executor's subset (or not C): CuPy's compiler will say what it sees
+        return
+    params = program.params(name)
+    launch_shape(grid, block)
+    arguments(name, params, args, run=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _program(source: str) -> Any:
+    from .program import Program  # the program module launches through this one
+
+    return Program(source)
+
+
+def _scalar(where: str, ctype: CType, want: np.dtype, arg: Any) -> Any:
+    """A scalar argument as the kernel sees it. NumPy scalars must have the parameter's exact type; a Python int
+    only fits a 64-bit integer and a Python float only a double, because that is how CuPy passes them."""
+    python = {int: ("long long", "unsigned long long"), float: ("double",), bool: ("bool",)}
+    if type(arg) in python:
+        if ctype.name not in python[type(arg)]:
+            raise TypeError(f"{where}: got the Python {type(arg).__name__} {arg!r}, which CuPy passes as a "
+                            f"{'64-bit integer' if type(arg) is int else 'double' if type(arg) is float else 'bool'}"
+                            f"; the kernel wants {ctype}: pass np.{want}({arg!r})")
+        return CONVERSIONS[f"_to_{ctype.name.replace(' ', '_')}"](arg)
+    if isinstance(arg, np.generic):
+        got = np.asarray(arg).dtype
+        if got != want:
+            raise TypeError(f"{where}: got a {got} scalar; the kernel wants {ctype}: pass np.{want}(...)")
+        return CONVERSIONS[f"_to_{ctype.name.replace(' ', '_')}"](np.asarray(arg)[()])
+    raise TypeError(f"{where}: expected a NumPy scalar np.{want}(...), got {type(arg).__name__} {arg!r:.40}")

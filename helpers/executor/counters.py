@@ -1,0 +1,126 @@
+"""What a launch did, counted exactly as it ran, warp by warp: the numbers that explain a kernel's speed.
+
+A warp is 32 threads of a block in order of x, then y, then z (a block's last warp may be partly empty). A
+request is one warp's load or store at one line: a global one touches 32-byte sectors (coalesced: a warp reading
+32 neighbouring floats touches 4; one float in each of 32 rows touches 32); a shared one is served in as many
+passes (wavefronts) as the most distinct 4-byte words any one of the 32 banks holds (2 words of one bank: a
+2-way conflict; the same word read by many lanes is a broadcast, one pass). Where the model is simpler than a
+GPU: shared arrays are laid out one after another in declaration order, each at a 16-byte boundary; 8-byte
+elements are counted by their first word; the L1 and L2 caches are not modelled (sectors are requested, not
+necessarily fetched from DRAM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+WARP = 32
+
+
+@dataclass
+class Counters:
+    """Per launch: requests and what they touched, lanes per warp step, FLOPs, barriers, atomics, and the block's
+    threads and shared memory (which limit how many blocks an SM holds at once: occupancy)."""
+
+    threads_per_block: int = 0
+    shared_bytes_per_block: int = 0
+    blocks: int = 0
+    global_load_requests: int = 0
+    global_load_sectors: int = 0
+    global_load_bytes: int = 0
+    global_store_requests: int = 0
+    global_store_sectors: int = 0
+    global_store_bytes: int = 0
+    shared_load_requests: int = 0
+    shared_store_requests: int = 0
+    shared_wavefronts: int = 0
+    warp_steps: int = 0
+    active_lanes: int = 0
+    flops: int = 0
+    barriers: int = 0
+    atomics: int = 0
+
+    @property
+    def sectors_per_request(self) -> float:
+        """Global sectors per load or store request: 4 for 32 coalesced floats, up to 32 when every lane strays."""
+        requests = self.global_load_requests + self.global_store_requests
+        return (self.global_load_sectors + self.global_store_sectors) / requests if requests else 0.0
+
+    @property
+    def bank_conflicts(self) -> int:
+        """Extra shared-memory passes: a request served in k passes has k - 1 conflicts."""
+        return self.shared_wavefronts - self.shared_load_requests - self.shared_store_requests
+
+    @property
+    def ways_per_request(self) -> float:
+        """Passes per shared request: 1 without bank conflicts, 32 when all 32 lanes hit one bank's words."""
+        requests = self.shared_load_requests + self.shared_store_requests
+        return self.shared_wavefronts / requests if requests else 0.0
+
+    @property
+    def useful_lanes(self) -> float:
+        """The share of a warp's 32 lanes that did work, per step: 1.0 without divergence or empty lanes."""
+        return self.active_lanes / (WARP * self.warp_steps) if self.warp_steps else 0.0
+
+    @property
+    def flops_per_byte(self) -> float:
+        """FLOPs per byte requested from global memory (loads and stores): the kernel's arithmetic intensity."""
+        moved = self.global_load_bytes + self.global_store_bytes
+        return self.flops / moved if moved else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        derived = {name: getattr(self, name) for name in ("sectors_per_request", "bank_conflicts",
+                                                          "ways_per_request", "useful_lanes", "flops_per_byte")}
+        return {**asdict(self), **derived}
+
+
+def _rows(keys: Any, active: np.ndarray | None, lanes: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Keys as one row per warp with at least one active lane; an inactive lane repeats an active lane's key."""
+    keys = np.broadcast_to(np.asarray(keys, np.int64), (lanes,)).reshape(-1, WARP)
+    if active is None:
+        return keys, np.ones(keys.shape, bool)
+    on = active.reshape(-1, WARP)
+    used = on.any(axis=1)
+    keys, on = keys[used], on[used]
+    first = keys[np.arange(len(keys)), on.argmax(axis=1)]
+    return np.where(on, keys, first[:, None]), on
+
+
+def distinct_per_warp(keys: Any, active: np.ndarray | None, lanes: int) -> tuple[int, int]:
+    """(warps with an active lane, the sum over them of the distinct keys their active lanes hold)."""
+    if np.ndim(keys) == 0:
+        warps = lanes // WARP if active is None else int(active.reshape(-1, WARP).any(axis=1).sum())
+        return warps, warps
+    rows, _ = _rows(keys, active, lanes)
+    step = np.diff(rows, axis=1)
+    if (step < 0).any():
+        step = np.diff(np.sort(rows, axis=1), axis=1)
+    return len(rows), int(len(rows) + np.count_nonzero(step))
+
+
+def wavefronts(words: Any, active: np.ndarray | None, lanes: int) -> tuple[int, int]:
+    """(shared requests, passes): per warp, the most distinct words any one bank holds (at least 1)."""
+    if np.ndim(words) == 0:
+        requests, _ = distinct_per_warp(0, active, lanes)
+        return requests, requests
+    rows, _ = _rows(words, active, lanes)
+    banks = rows & (WARP - 1)
+    seen = np.full(rows.shape, -1, np.int64)
+    index = np.arange(len(rows))[:, None]
+    seen[index, banks] = rows
+    clash = (seen[index, banks] != rows).any(axis=1)
+    requests = passes = len(rows)
+    if clash.any():
+        rows, banks = rows[clash], banks[clash]
+        order = np.argsort(banks * (1 << 40) + rows, axis=1)
+        words_sorted = np.take_along_axis(rows, order, axis=1)
+        banks_sorted = np.take_along_axis(banks, order, axis=1)
+        new = np.ones(rows.shape, bool)
+        new[:, 1:] = (words_sorted[:, 1:] != words_sorted[:, :-1]) | (banks_sorted[:, 1:] != banks_sorted[:, :-1])
+        per_bank = np.zeros((len(rows), WARP), np.int64)
+        np.add.at(per_bank, (np.arange(len(rows))[:, None].repeat(WARP, 1), banks_sorted), new)
+        passes += int(per_bank.max(axis=1).sum()) - len(rows)
+    return requests, passes

@@ -1,0 +1,128 @@
+"""A CUDA C program on the CPU executor: translate once, then launch its kernels on NumPy arrays.
+
+    program = Program(source)                       # translates every function of the source
+    run = program.launch("vector_add", grid=(4,), block=(32,), args=(a, b, out, np.int32(n)))
+    run.counters.sectors_per_request                # what the launch did, warp by warp
+
+A launch runs the grid a batch of blocks at a time, each batch in lock step (helpers.executor.runtime), checking
+every access (helpers.executor.memory) and counting what it did (helpers.executor.counters). With `trace=True`
+it keeps the path each thread took through the branches (for pictures of divergence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..validate import positive_int
+from .arguments import MAX_LAUNCH_THREADS, arguments, executor_shape
+from .counters import WARP, Counters
+from .front import CudaCError
+from .memory import allocations
+from .runtime import BATCH_LANES, MAX_STEPS, Lanes, namespace
+from .translate import TOO_DEEP, Function, fn_name, translate
+
+Path = list[tuple[int, bool]]
+
+
+@dataclass
+class Launch:
+    """One launch: what it ran, what it counted, and with trace=True every thread's path through the branches."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    max_steps: int
+    steps: int = 0
+    counters: Counters = field(default_factory=Counters)
+    paths: dict[tuple[tuple[int, int, int], tuple[int, int, int]], Path] | None = None
+
+    def record(self, lanes: Lanes, line: int, active: Any, taken: Any) -> None:
+        """Each active thread's way through the branch or loop test at `line`."""
+        on = np.flatnonzero(np.broadcast_to(active if active is not None else
+                                            (lanes.real if lanes.real is not None else True), (lanes.lanes,)))
+        way = np.broadcast_to(taken, (lanes.lanes,))
+        for lane in on.tolist():
+            self.paths[_coordinates(self, lanes, lane)].append((line, bool(way[lane])))
+
+    def warps(self, block: tuple[int, int, int] = (0, 0, 0)) -> list[list[Path]]:
+        """The paths of `block`'s threads, warp by warp (32 threads in order of x, then y, then z)."""
+        bx, by, bz = self.block
+        ordered = [self.paths[(block, (x, y, z))] for z in range(bz) for y in range(by) for x in range(bx)]
+        return [ordered[i:i + WARP] for i in range(0, len(ordered), WARP)]
+
+
+def _coordinates(run: Launch, lanes: Lanes, lane: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    tid, blk = lane % lanes.padded, lanes.first_block + lane // lanes.padded
+    (bdx, bdy, _), (gdx, gdy, _) = run.block, run.grid
+    return (blk % gdx, blk // gdx % gdy, blk // (gdx * gdy)), (tid % bdx, tid // bdx % bdy, tid // (bdx * bdy))
+
+
+class Program:
+    """Every function of a CUDA C source, translated once; `launch` runs one of its kernels."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.functions, self.kernels = translate(source)
+        names = namespace()
+        code = "\n\n".join(f.python for f in self.functions.values())
+        try:
+            compiled = compile(code, "<kernel>", "exec")
+        except (SyntaxError, RecursionError, MemoryError):  # Python's nesting limits, met by valid C
+            raise CudaCError(TOO_DEEP) from None
+        exec(compiled, names)  # noqa: S102 - our translation of the learner's C
+        self._namespace = names
+
+    def params(self, name: str) -> list[tuple[str, Any]]:
+        """The parameters of kernel `name`, with their C types."""
+        return self.kernel(name).params
+
+    def kernel(self, name: str) -> Function:
+        """Kernel `name`, or a CudaCError naming the kernels there are (or why CuPy could not find it)."""
+        if name not in self.kernels:
+            kernels = ", ".join(self.kernels)
+            raise CudaCError(f"no kernel called {name!r} in this source; its kernels: {kernels} (a kernel needs "
+                             'extern "C" __global__ before it, and the exact name)')
+        kernel = self.functions[name]
+        if not kernel.exported:
+            raise CudaCError(f'the kernel {name} is not declared extern "C": C++ renames it, so CuPy cannot find it '
+                             f'by its name (on a GPU: "named symbol not found"); write extern "C" __global__ void '
+                             f"{name}(...)")
+        return kernel
+
+    def launch(self, name: str, grid: Sequence[int] | int, block: Sequence[int] | int, args: Sequence[Any], *,
+               trace: bool = False, max_steps: int = MAX_STEPS) -> Launch:
+        """Run kernel `name` on a grid of blocks of threads, as `kernel<<<grid, block>>>(args...)` would.
+
+        Array arguments are NumPy arrays, written in place; scalars are NumPy scalars of the parameter's type.
+        """
+        kernel = self.kernel(name)
+        grid3, block3 = executor_shape(grid, block)
+        values = arguments(name, kernel.params, args)
+        arrays = [(i, v) for i, v in enumerate(values) if isinstance(v, np.ndarray)]
+        names = [kernel.params[i][0] for i, _ in arrays]
+        pointers = allocations([v for _, v in arrays], names, [name not in kernel.const for name in names])
+        for (i, _), pointer in zip(arrays, pointers, strict=True):
+            values[i] = pointer
+        run = Launch(name, grid3, block3, positive_int("max_steps", max_steps, "loop rounds a launch may take"))
+        if trace:
+            run.paths = {}
+            for b in np.ndindex(*grid3[::-1]):
+                for t in np.ndindex(*block3[::-1]):
+                    run.paths[(b[::-1], t[::-1])] = []
+        fn = self._namespace[fn_name(name)]
+        threads = int(np.prod(block3))
+        blocks = int(np.prod(grid3))
+        per_batch = max(1, BATCH_LANES // (-(-threads // WARP) * WARP))
+        run.counters.threads_per_block, run.counters.blocks = threads, blocks
+        with np.errstate(all="ignore"):
+            for start in range(0, blocks, per_batch):
+                lanes = Lanes(run, start, min(per_batch, blocks - start))
+                fn(lanes, lanes.real, *values)
+        return run
+
+
+__all__ = ["MAX_LAUNCH_THREADS", "Launch", "Program"]

@@ -1,0 +1,616 @@
+"""The lock-step runtime: the threads of a batch of blocks run together as NumPy vectors of lanes.
+
+A launch runs its grid in batches of whole blocks (at most BATCH_LANES lanes at once); each block's threads are
+padded to whole warps of 32 lanes, and the padding is never active. The translated code calls this module's
+functions for masks, control flow, arithmetic that can fault, and (through `Lanes`) memory and barriers.
+A mask is None (every live lane of the frame) or a bool array over the batch's lanes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import counters as counting
+from . import memory
+from .c_types import CONVERSIONS
+from .counters import WARP, Counters
+from .memory import KernelFault, Pointer, Shared
+
+#: Loop rounds (lock-step: one round of a loop for all its active lanes) a launch may take before it is
+#: stopped as a loop that never ends.
+MAX_STEPS = 1_000_000
+#: The most lanes run at once: big enough that NumPy's work dwarfs Python's, small enough for 2 GB.
+BATCH_LANES = 1 << 17
+
+
+# ------------------------------------------------------------------------------------------------ masks
+
+
+def _eff(m: Any, b: Any) -> Any:
+    return m if m is not None else b
+
+
+def _any(m: Any) -> bool:
+    return m is None or bool(m.any())
+
+
+def _and(m: Any, b: Any, q: Any) -> Any:
+    """The lanes of m (None: all of b) whose condition q holds."""
+    if not isinstance(q, np.ndarray):
+        return m if q else _NONE.get(b, m)
+    e = _eff(m, b)
+    return q if e is None else e & q
+
+
+def _andnot(m: Any, b: Any, q: Any) -> Any:
+    if not isinstance(q, np.ndarray):
+        return _NONE.get(b, m) if q else m
+    e = _eff(m, b)
+    return ~q if e is None else e & ~q
+
+
+class _Empty:
+    """Masks with no lane, one per batch size (looked up by the frame's live mask or the current mask)."""
+
+    def __init__(self) -> None:
+        self.lanes = 0
+        self.mask = np.zeros(0, bool)
+
+    def get(self, b: Any, m: Any) -> np.ndarray:
+        ref = b if b is not None else m
+        size = ref.size if isinstance(ref, np.ndarray) else self.lanes
+        if self.mask.size != size:
+            self.mask = np.zeros(size, bool)
+        return self.mask
+
+
+_NONE = _Empty()
+
+
+def _rejoin(s: Any, b: Any, *left: Any) -> Any:
+    """The lanes of s still live (in b) and not among those that left (break, continue)."""
+    left = [x for x in left if x is not None]
+    if s is None and not left:
+        return None
+    e = s if s is not None else b
+    if s is not None and b is not None:
+        e = s & b
+    for x in left:
+        e = ~x if e is None else e & ~x
+    return e
+
+
+def _less(s: Any, b: Any, x: Any) -> Any:
+    return _rejoin(s, b, x)
+
+
+def _join(x: Any, m: Any, b: Any) -> Any:
+    """x with the active lanes added (None: no lanes yet)."""
+    e = _eff(m, b)
+    if e is None:
+        e = np.ones(_NONE.lanes, bool)
+    return e.copy() if x is None else x | e
+
+
+def _leave(x: Any, m: Any, b: Any, q: Any) -> Any:
+    """The lanes that left a loop, with those of m whose condition q fails."""
+    if not isinstance(q, np.ndarray):
+        return x if q else _join(x, m, b)
+    return _join(x, _andnot(m, b, q), b)
+
+
+def _kill(m: Any, b: Any) -> Any:
+    """The frame's live lanes after the active ones return."""
+    if m is None:
+        return _NONE.get(b, m)
+    return ~m if b is None else b & ~m
+
+
+def _set(x: Any, v: Any, m: Any, b: Any) -> Any:
+    """A variable after an assignment by the active lanes: the others keep their value."""
+    if m is None:
+        return v
+    if isinstance(v, Pointer):
+        if isinstance(x, Pointer) and x.alloc is v.alloc:
+            return Pointer(v.alloc, np.where(m, v.offset, x.offset), v.name, v.start, v.writable)
+        return v
+    if isinstance(x, _Unset | _Partial):
+        return x.assign(v, m)
+    if x is None:
+        return np.where(m, v, np.zeros_like(v))
+    return np.where(m, v, x)
+
+
+class _Unset:
+    """The value of a variable declared without one: reading it before a value is set is reported."""
+
+    __slots__ = ("name", "line")
+
+    def __init__(self, name: str, line: int) -> None:
+        self.name, self.line = name, line
+
+    def assign(self, v: Any, m: np.ndarray) -> _Partial:
+        return _Partial(self, np.where(m, v, np.zeros_like(v)), m.copy())
+
+    def fault(self) -> KernelFault:
+        return KernelFault("uninitialised variable", f"the variable {self.name} (declared at line {self.line} "
+                           "without a value) is used before it is given one", line=self.line)
+
+
+class _Partial:
+    """A variable some lanes have set."""
+
+    __slots__ = ("unset", "value", "done")
+
+    def __init__(self, unset: _Unset, value: Any, done: np.ndarray) -> None:
+        self.unset, self.value, self.done = unset, value, done
+
+    def assign(self, v: Any, m: np.ndarray) -> _Partial:
+        return _Partial(self.unset, np.where(m, v, self.value), self.done | m)
+
+
+def _rd(c: Lanes, x: Any, m: Any, b: Any) -> Any:
+    """A variable declared without a value, read by the active lanes: each of them must have set it."""
+    if isinstance(x, _Unset):
+        if _any(_eff(m, b)):
+            raise x.fault()
+        return 0
+    if isinstance(x, _Partial):
+        e = _eff(m, b)
+        missing = ~x.done if e is None else e & ~x.done
+        if missing.any():
+            raise x.unset.fault()
+        return x.value
+    return x
+
+
+# ------------------------------------------------------------------------------------------------ values
+
+
+def _i(q: Any) -> Any:
+    """A truth value as C's int 0 or 1."""
+    return q.astype(np.int32) if isinstance(q, np.ndarray) else (1 if q else 0)
+
+
+def _not(q: Any) -> Any:
+    return ~q if isinstance(q, np.ndarray) else not q
+
+
+def _land(a: Any, right: Callable[[Any], Any], m: Any, b: Any) -> Any:
+    """a && right: right runs only for the lanes where a holds."""
+    on = _and(m, b, a)
+    if not _any(on) or (isinstance(on, np.ndarray) and not on.any()):
+        return a if isinstance(a, np.ndarray) else False
+    return a & right(on) if isinstance(a, np.ndarray) else right(on)
+
+
+def _lor(a: Any, right: Callable[[Any], Any], m: Any, b: Any) -> Any:
+    """a || right: right runs only for the lanes where a fails."""
+    off = _andnot(m, b, a)
+    if isinstance(off, np.ndarray) and not off.any():
+        return a if isinstance(a, np.ndarray) else True
+    if not isinstance(a, np.ndarray):
+        return True if a else right(off)
+    return a | right(off)
+
+
+def _tern(c: Lanes, q: Any, yes: Callable[[Any], Any], no: Callable[[Any], Any], m: Any, b: Any) -> Any:
+    """q ? yes : no, each side run only by the lanes that take it."""
+    if not isinstance(q, np.ndarray):
+        return yes(m) if q else no(m)
+    on, off = _and(m, b, q), _andnot(m, b, q)
+    a = yes(on) if on.any() else None
+    z = no(off) if off.any() else None
+    if a is None or z is None:
+        return a if z is None else z
+    return np.where(q, a, z)
+
+
+def _fl(c: Lanes, flops: int, m: Any, b: Any, value: Any) -> Any:
+    c.counters.flops += flops * c.count(_eff(m, b))
+    return value
+
+
+def _fell_off(c: Lanes, m: Any, b: Any) -> None:
+    if _any(_eff(m, b)) and (m is None or m.any()):
+        raise KernelFault("missing return", "a __device__ function that returns a value ended without a return")
+
+
+def _shift(c: Lanes, a: Any, op: str, n: Any, bits: int, line: int, m: Any, b: Any) -> Any:
+    """a << n or a >> n, with C's rule that the count is from 0 to the width less 1 (anything else is undefined:
+    a GPU gives one answer, a CPU another)."""
+    e = _eff(m, b)
+    wrong = (n < 0) | (n >= bits)
+    if e is not None and isinstance(wrong, np.ndarray):
+        wrong = wrong & e
+    if np.any(wrong):
+        lane = memory.first(np.broadcast_to(wrong, (c.lanes,)))
+        av, nv = (int(np.broadcast_to(v, (c.lanes,))[lane]) for v in (a, n))
+        raise c.fault("shift count out of range", f"computes {av} {op} {nv}, a shift of a {bits}-bit integer by "
+                      f"{nv}; C allows 0 to {bits - 1} (anything else is undefined behaviour: a GPU and a CPU give "
+                      "different answers)", line, lane)
+    if isinstance(a, int) and isinstance(n, int):
+        return a << n if op == "<<" else a >> n
+    n = np.where(wrong, 0, n) if isinstance(wrong, np.ndarray) else n
+    a = np.asarray(a)
+    n = np.asarray(n).astype(a.dtype) if a.dtype.kind in "iu" else n
+    return np.left_shift(a, n) if op == "<<" else np.right_shift(a, n)
+
+
+def _idiv(bits: int, signed: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    wrap = CONVERSIONS[{(32, True): "_to_int", (32, False): "_to_unsigned_int", (64, True): "_to_long_long",
+                        (64, False): "_to_unsigned_long_long"}[bits, signed]]
+
+    def quotient(c: Lanes, a: Any, d: Any, line: int, m: Any, b: Any) -> Any:
+        zero = d == 0
+        e = _eff(m, b)
+        if np.any(zero if e is None or not isinstance(zero, np.ndarray) else zero & e):
+            if not isinstance(zero, np.ndarray) and not _any(e):
+                return a
+            raise KernelFault("division by zero", f"division by zero at line {line}", line=line)
+        if isinstance(a, int) and isinstance(d, int):
+            q = abs(a) // abs(d)
+            return wrap(q if (a < 0) == (d < 0) else -q)
+        a64, d64 = np.asarray(a).astype(np.int64 if signed else np.uint64), np.asarray(d)
+        d64 = np.where(zero, 1, d64).astype(a64.dtype)
+        if signed:
+            q = np.abs(a64) // np.abs(d64)
+            return wrap(np.where((a64 < 0) == (d64 < 0), q, -q))
+        return wrap(a64 // d64)
+
+    def remainder(c: Lanes, a: Any, d: Any, line: int, m: Any, b: Any) -> Any:
+        q = quotient(c, a, d, line, m, b)
+        if isinstance(q, int) and isinstance(d, int):
+            return wrap(a - d * q)
+        return wrap(np.asarray(a).astype(np.int64 if signed else np.uint64)
+                    - np.asarray(d).astype(np.int64 if signed else np.uint64) * np.asarray(q))
+    return quotient, remainder
+
+
+def _offset(c: Lanes, p: Any, index: Any, line: int, m: Any, b: Any) -> Pointer:
+    if not isinstance(p, Pointer):
+        raise c.fault("bad pointer", "did arithmetic on a pointer that points nowhere", line, c.first(_eff(m, b)))
+    return Pointer(p.alloc, p.offset + index, p.name, p.start, p.writable)
+
+
+def _round(x: Any) -> Any:
+    """C's roundf/round: halves away from zero (NumPy rounds them to even)."""
+    return np.copysign(np.floor(np.abs(x) + np.asarray(x).dtype.type(0.5)), x)
+
+
+def namespace() -> dict[str, Any]:
+    """What the translated code may call."""
+    names: dict[str, Any] = dict(CONVERSIONS)
+    for bits, signed, type_name in ((32, True, "int"), (32, False, "unsigned_int"), (64, True, "long_long"),
+                                    (64, False, "unsigned_long_long")):
+        names[f"_idiv_{type_name}"], names[f"_imod_{type_name}"] = _idiv(bits, signed)
+    math = {"exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt,
+            "rsqrt": lambda x: np.asarray(x).dtype.type(1) / np.sqrt(x), "fabs": np.abs, "sin": np.sin,
+            "cos": np.cos, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil, "round": _round, "trunc": np.trunc,
+            "exp2": np.exp2, "fmax": np.fmax, "fmin": np.fmin, "pow": np.power, "atan2": np.arctan2,
+            "fmod": np.fmod}
+    for name, fn in math.items():
+        names[f"_m_{name}"] = fn
+        names[f"_m_{name}f"] = fn
+    names.update(_m___expf=np.exp, _m___fdividef=lambda a, b: a / b, _min=np.minimum, _max=np.maximum,
+                 _abs=np.abs)
+    names.update(_eff=_eff, _any=_any, _and=_and, _andnot=_andnot, _rejoin=_rejoin, _less=_less, _join=_join,
+                 _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
+                 _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset)
+    return names
+
+
+# ------------------------------------------------------------------------------------------------ lanes
+
+
+class Lanes:
+    """The lanes of one batch of blocks (`_c` in the translated code): their coordinates, the blocks' barrier
+    epochs, shared memory, and the loads, stores, atomics and barriers the code makes."""
+
+    def __init__(self, run: Any, first_block: int, blocks: int) -> None:
+        self.run, self.counters = run, run.counters
+        bdx, bdy, bdz = run.block
+        gdx, gdy, _ = run.grid
+        self.threads = bdx * bdy * bdz
+        self.padded = -(-self.threads // WARP) * WARP
+        self.blocks, self.lanes = blocks, blocks * self.padded
+        _NONE.lanes = self.lanes
+        lane = np.arange(self.lanes, dtype=np.int64)
+        tid, self.lb = lane % self.padded, lane // self.padded
+        blk = first_block + self.lb
+        self.real = None if self.padded == self.threads else tid < self.threads
+        self.gid = blk * self.threads + tid
+        self.first_block = first_block
+        u = np.uint32
+        self.tx, self.ty, self.tz = (tid % bdx).astype(u), (tid // bdx % bdy).astype(u), (tid // (bdx * bdy)).astype(u)
+        self.bx, self.by, self.bz = (blk % gdx).astype(u), (blk // gdx % gdy).astype(u), (blk // (gdx * gdy)).astype(u)
+        self.bdx, self.bdy, self.bdz = u(bdx), u(bdy), u(bdz)
+        self.gdx, self.gdy, self.gdz = (u(g) for g in run.grid)
+        self.epoch = np.zeros(blocks, np.int64)
+        self.lep = np.zeros(self.lanes, np.int64)
+        self.none = np.zeros(self.lanes, bool)
+        self.arrays: dict[tuple[str, str, tuple[int, ...]], Shared] = {}
+        self.shared_used = 0
+        self.real_warps = blocks * -(-self.threads // WARP)
+        self.real_lanes = blocks * self.threads
+
+    # ---------------------------------------------------------------- who is who
+
+    def xyz_thread(self, tid: int) -> str:
+        bdx, bdy, _ = self.run.block
+        return _xyz((tid % bdx, tid // bdx % bdy, tid // (bdx * bdy)), self.run.block)
+
+    def xyz_block(self, blk: int) -> str:
+        gdx, gdy, _ = self.run.grid
+        return _xyz((blk % gdx, blk // gdx % gdy, blk // (gdx * gdy)), self.run.grid)
+
+    def fault(self, kind: str, what: str, line: int, lane: int) -> KernelFault:
+        tid, blk = lane % self.padded, self.first_block + lane // self.padded
+        bdx, bdy, _ = self.run.block
+        gdx, gdy, _ = self.run.grid
+        thread = (tid % bdx, tid // bdx % bdy, tid // (bdx * bdy))
+        block = (blk % gdx, blk // gdx % gdy, blk // (gdx * gdy))
+        where = f"thread {_xyz(thread, self.run.block)} of block {_xyz(block, self.run.grid)}"
+        return KernelFault(kind, f"{kind} at line {line}: {where} {what}", thread=thread, block=block, line=line)
+
+    def first(self, e: Any) -> int:
+        if e is None:
+            return 0 if self.real is None else memory.first(self.real)
+        return memory.first(e)
+
+    def count(self, e: Any) -> int:
+        return self.real_lanes if e is None else int(np.count_nonzero(e))
+
+    def active(self, e: Any) -> np.ndarray | None:
+        """The lanes of a mask as indices (None: all)."""
+        return None if e is None else np.flatnonzero(e)
+
+    # ---------------------------------------------------------------- control flow
+
+    def tick(self, flops: int, m: Any, b: Any) -> None:
+        """One warp step by the active lanes, with `flops` floating-point operations each."""
+        e = _eff(m, b)
+        counters = self.counters
+        if e is None:
+            counters.warp_steps += self.real_warps
+            counters.active_lanes += self.real_lanes
+            counters.flops += flops * self.real_lanes
+            return
+        lanes = int(np.count_nonzero(e))
+        if lanes:
+            counters.warp_steps += int(e.reshape(-1, WARP).any(axis=1).sum())
+            counters.active_lanes += lanes
+            counters.flops += flops * lanes
+
+    def cond(self, line: int, q: Any, m: Any, b: Any, loop: bool = False) -> Any:
+        """A branch's or loop's condition; a loop's round counts toward the step limit; traced when asked."""
+        run = self.run
+        if loop:
+            run.steps += 1
+            if run.steps > run.max_steps:
+                raise self.fault("step limit", f"was still looping after {run.max_steps:,} loop rounds in all: is "
+                                 "there a loop that never ends? (pass max_steps= for a bigger launch)", line,
+                                 self.first(_eff(m, b)))
+        if run.paths is not None:
+            run.record(self, line, _eff(m, b), q)
+        return q
+
+    def barrier(self, line: int, m: Any, b: Any) -> None:
+        """__syncthreads(): every thread of a block that reaches it must reach it together."""
+        e = _eff(m, b)
+        here = np.broadcast_to(e if e is not None else self.real if self.real is not None else True,
+                               (self.lanes,)).reshape(self.blocks, self.padded)[:, :self.threads]
+        count = here.sum(axis=1)
+        partial = (count > 0) & (count < self.threads)
+        if partial.any():
+            self._divergent_barrier(line, here, count, int(np.argmax(partial)), b)
+        reached = count > 0
+        self.epoch[reached] += 1
+        self.lep = self.epoch[self.lb]
+        self.counters.barriers += int(reached.sum())
+
+    def _divergent_barrier(self, line: int, here: np.ndarray, count: np.ndarray, block: int, b: Any) -> None:
+        waiting = block * self.padded + int(np.argmax(here[block]))
+        missing = np.flatnonzero(~here[block])
+        live = np.broadcast_to(b if b is not None else True, (self.lanes,))
+        gone = [t for t in missing if not live[block * self.padded + t]]
+        if gone:
+            why = f"thread {self.xyz_thread(int(gone[0]))} had already returned: every thread of a block must " \
+                  "reach each __syncthreads() (keep it outside if and return)"
+        else:
+            why = "the others are elsewhere: a __syncthreads() inside an if or a loop that not every thread takes"
+        raise self.fault("barrier divergence", f"waits at the __syncthreads() of line {line}, which "
+                         f"{int(count[block])} of the block's {self.threads} threads reached; {why}", line, waiting)
+
+    # ---------------------------------------------------------------- memory
+
+    def shared(self, name: str, ctype: str, dims: tuple[int, ...]) -> Shared:
+        key = (name, ctype, dims)
+        array = self.arrays.get(key)
+        if array is None:
+            size = int(np.prod(dims))
+            memory.check_size(name, size, "shared")
+            array = self.arrays[key] = Shared(name, ctype, dims, self.blocks, "shared", self.shared_used)
+            self.shared_used += -(-size * array.itemsize // 16) * 16
+            self.counters.shared_bytes_per_block = max(self.counters.shared_bytes_per_block, self.shared_used)
+        return array
+
+    def local(self, name: str, ctype: str, dims: tuple[int, ...]) -> Shared:
+        memory.check_size(name, int(np.prod(dims)), "local")
+        return Shared(name, ctype, dims, self.lanes, "local", 0)
+
+    def _flat(self, a: Shared, index: tuple[Any, ...], line: int, e: Any, verb: str) -> Any:
+        flat: Any = 0
+        for i, (size, stride) in enumerate(zip(a.dims, a.strides, strict=True)):
+            j = index[i]
+            outside = (j < 0) | (j >= size)
+            if e is not None and isinstance(outside, np.ndarray):
+                outside = outside & e
+            if np.any(outside):
+                lane = memory.first(np.broadcast_to(outside, (self.lanes,)))
+                text = a.name + "".join(f"[{int(np.broadcast_to(k, (self.lanes,))[lane])}]" for k in index)
+                raise self.fault(f"out-of-bounds {verb}", f"{verb} {text}, but dimension {i + 1} of {a.name} has "
+                                 f"{size} elements (0 to {size - 1})", line, lane)
+            flat = flat + np.asarray(j, np.int64) * stride if stride != 1 else flat + np.asarray(j, np.int64)
+        copy = self.lb if a.space == "shared" else np.arange(self.lanes)
+        return np.broadcast_to(flat + copy * a.size, (self.lanes,))
+
+    def lda(self, a: Shared, index: tuple[Any, ...], line: int, m: Any, b: Any) -> Any:
+        e = _eff(m, b)
+        flat = self._flat(a, index, line, e, "read")
+        lanes = np.flatnonzero(e) if e is not None else np.arange(self.lanes) if self.real is None \
+            else np.flatnonzero(self.real)
+        f = flat[lanes]
+        memory.uninitialised(self, a, f, lanes, line)
+        if a.space == "shared":
+            memory.shared_read(self, a, f, lanes, line)
+            self._bank_count(a, flat, e, load=True)
+        return a.data[flat if e is None else np.where(e, flat, flat[lanes[0]] if lanes.size else 0)]
+
+    def sta(self, a: Shared, index: tuple[Any, ...], value: Any, line: int, m: Any, b: Any) -> None:
+        e = _eff(m, b)
+        flat = self._flat(a, index, line, e, "write")
+        lanes = np.flatnonzero(e) if e is not None else np.arange(self.lanes) if self.real is None \
+            else np.flatnonzero(self.real)
+        if not lanes.size:
+            return
+        f = flat[lanes]
+        if a.space == "shared":
+            memory.shared_write(self, a, f, lanes, line)
+            self._bank_count(a, flat, e, load=False)
+        else:
+            a.written[f] = True
+        a.data[f] = np.broadcast_to(value, (self.lanes,))[lanes]
+
+    def _bank_count(self, a: Shared, flat: np.ndarray, e: Any, load: bool) -> None:
+        words = (a.base + (flat % a.size) * a.itemsize) >> 2
+        requests, passes = counting.wavefronts(words, e if e is not None else self.real, self.lanes)
+        if load:
+            self.counters.shared_load_requests += requests
+        else:
+            self.counters.shared_store_requests += requests
+        self.counters.shared_wavefronts += passes
+
+    def _global(self, p: Any, index: Any, line: int, e: Any) -> tuple[Pointer, Any, int | None]:
+        """The pointer, the elements the lanes access, and the first lane outside the allocation (or None)."""
+        if not isinstance(p, Pointer):
+            raise self.fault("bad pointer", "used a pointer that points nowhere", line, self.first(e))
+        flat = p.offset + index if not isinstance(index, int) or index else p.offset
+        return p, flat, memory.outside(self, p, flat, e)
+
+    def _before(self, lanes: np.ndarray, stray: int | None) -> np.ndarray:
+        """The lanes that run before the first stray one: their faults come first, as in thread order."""
+        return lanes if stray is None else lanes[lanes < stray]
+
+    def _sectors(self, p: Pointer, flat: Any, e: Any, load: bool) -> None:
+        keys = (np.asarray(flat, np.int64) * p.alloc.data.itemsize) >> 5 if np.ndim(flat) else 0
+        requests, sectors = counting.distinct_per_warp(keys, e if e is not None else self.real, self.lanes)
+        moved = self.count(e) * p.alloc.data.itemsize
+        c = self.counters
+        if load:
+            c.global_load_requests += requests
+            c.global_load_sectors += sectors
+            c.global_load_bytes += moved
+        else:
+            c.global_store_requests += requests
+            c.global_store_sectors += sectors
+            c.global_store_bytes += moved
+
+    def _lanes(self, e: Any) -> np.ndarray:
+        if e is not None:
+            return np.flatnonzero(e)
+        return np.arange(self.lanes) if self.real is None else np.flatnonzero(self.real)
+
+    def ld(self, p: Any, index: Any, line: int, m: Any, b: Any) -> Any:
+        e = _eff(m, b)
+        p, flat, stray = self._global(p, index, line, e)
+        alloc = p.alloc
+        if alloc.writer is not None or alloc.reader is not None:
+            lanes = self._before(self._lanes(e), stray)
+            f = np.broadcast_to(flat, (self.lanes,))[lanes]
+            if alloc.writer is not None:
+                memory.global_race(self, p, f, lanes, line, "read")
+            if alloc.reader is not None:
+                memory.record_reads(self, p, f, lanes, line)
+        if stray is not None:
+            raise memory.out_of_bounds(self, p, flat, stray, line, "read")
+        self._sectors(p, flat, e, load=True)
+        if np.ndim(flat) == 0:
+            value = alloc.data[int(flat)] if _any(e) else alloc.data.dtype.type(0)
+            return int(value) if alloc.integer and value.dtype.kind != "b" else value
+        return alloc.data[flat if e is None else np.where(e, flat, 0)]
+
+    def st(self, p: Any, index: Any, value: Any, line: int, m: Any, b: Any) -> None:
+        e = _eff(m, b)
+        p, flat, stray = self._global(p, index, line, e)
+        lanes = self._lanes(e)
+        if not lanes.size:
+            return
+        f = np.broadcast_to(flat, (self.lanes,))
+        if not p.writable:
+            raise self.fault("write to a read-only array", f"writes {p.name}[{int(f[lanes[0]]) - p.start}], but the "
+                             f"array passed as {p.name} is read-only (its flags.writeable is False): pass a writable "
+                             "copy, a.copy()", line, int(lanes[0]))
+        before = self._before(lanes, stray)
+        alloc = p.alloc
+        if alloc.writer is not None:
+            memory.global_race(self, p, f[before], before, line, "write")
+        memory.record_writes(self, p, f[before], before, line)  # two lanes of this store on one element first
+        if alloc.reader is not None:
+            memory.read_race(self, p, f[before], before, line)
+        if stray is not None:
+            raise memory.out_of_bounds(self, p, flat, stray, line, "write")
+        self._sectors(p, flat, e, load=False)
+        alloc.data[f[lanes]] = np.broadcast_to(value, (self.lanes,))[lanes]
+
+    def atomic(self, op: str, p: Any, value: Any, line: int, m: Any, b: Any) -> Any:
+        """atomicAdd and the others: one lane at a time, in thread order, where lanes share an element."""
+        e = _eff(m, b)
+        p, flat, stray = self._global(p, 0, line, e)
+        if stray is not None:
+            raise memory.out_of_bounds(self, p, flat, stray, line, "atomic update of")
+        lanes = self._lanes(e)
+        f = np.broadcast_to(flat, (self.lanes,))[lanes]
+        v = np.broadcast_to(value, (self.lanes,))[lanes]
+        data = p.alloc.data
+        if not p.writable:
+            raise self.fault("write to a read-only array", f"writes {p.name}[{int(f[0]) - p.start}], but the array "
+                             f"passed as {p.name} is read-only (its flags.writeable is False): pass a writable copy, "
+                             "a.copy()", line, int(lanes[0]))
+        self.counters.atomics += lanes.size
+        old = np.zeros(self.lanes, data.dtype)
+        apply = _ATOMIC[op]
+        wrap = _WRAP.get(data.dtype.name)
+        if np.unique(f).size == f.size:
+            before = data[f]
+            new = apply(before, v)
+            data[f] = wrap(new) if wrap and isinstance(new, np.ndarray) and new.dtype != data.dtype else new
+            old[lanes] = before
+            return old
+        for lane, k, x in zip(lanes.tolist(), f.tolist(), v.tolist(), strict=True):
+            before = data[k]
+            new = apply(int(before) if wrap else before, x)
+            data[k] = wrap(new) if wrap else new
+            old[lane] = before
+        return old
+
+
+_ATOMIC: dict[str, Callable[[Any, Any], Any]] = {
+    "atomicAdd": lambda a, v: a + v, "atomicSub": lambda a, v: a - v, "atomicExch": lambda a, v: v,
+    "atomicMax": lambda a, v: np.maximum(a, v), "atomicMin": lambda a, v: np.minimum(a, v)}
+#: Integer wrap-around for each integer dtype an array may hold.
+_WRAP = {"int32": CONVERSIONS["_to_int"], "uint32": CONVERSIONS["_to_unsigned_int"],
+         "int64": CONVERSIONS["_to_long_long"], "uint64": CONVERSIONS["_to_unsigned_long_long"],
+         "bool": CONVERSIONS["_to_bool"]}
+
+
+def _xyz(t: tuple[int, ...], shape: tuple[int, int, int]) -> str:
+    """A thread's or block's coordinates in as many dimensions as the launch has: (5,) or (5, 2)."""
+    used = 3 if shape[2] > 1 else 2 if shape[1] > 1 else 1
+    return "(" + ", ".join(map(str, t[:used])) + (",)" if used == 1 else ")")
+
+
+__all__ = ["BATCH_LANES", "MAX_STEPS", "Counters", "KernelFault", "Lanes", "namespace"]
