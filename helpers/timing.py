@@ -275,6 +275,7 @@ class Timing:
             "samples": len(self.samples), "number": self.number, "gflops": self.gflops, "gbps": self.gbps,
             "fraction_of_peak": self.fraction_of_peak,
             "peak_source": self.peak.source if self.peak else None,
+            "noisy": self.noisy, "busy": self.busy,
         }
 
     def _cells(self) -> list[tuple[str, str]]:

@@ -182,3 +182,50 @@ def test_a_million_thread_vector_add_and_a_256_tiled_matmul_run_checked():
     Program(cuda.kernel_source("matmul.cu")).launch("matmul_tiled", (m // 16, m // 16), (16, 16),
                                                      (A, B, C, np.int32(m)))
     np.testing.assert_allclose(C, A @ B, rtol=1e-4, atol=1e-4)
+
+
+NESTED = '''extern "C" __global__ void k(const int* x, int* out, int n) {
+ int i = blockIdx.x * blockDim.x + threadIdx.x;
+ if (i >= n) return;
+ int acc = 0;
+ for (int a = 0; a < x[i] % 7 + 3; a++) {
+   if (a == 4 && i % 3 == 0) continue;
+   int b = 0;
+   while (1) { b++; if (b > a || b > x[i] % 5) break; if ((b + i) % 4 == 0) continue; acc += b * a; }
+   if (acc > 200 && i % 2) break;
+ }
+ do { acc -= 3; } while (acc > 50 && i % 5 != 1);
+ out[i] = acc;
+}'''
+
+
+def nested_twin(v: int, i: int) -> int:
+    """NESTED for one thread, in Python (C's % keeps the sign of the dividend)."""
+    def mod(a: int, b: int) -> int:
+        return int(np.fmod(a, b))
+    acc, a = 0, 0
+    while a < mod(v, 7) + 3:
+        if not (a == 4 and i % 3 == 0):
+            b = 0
+            while True:
+                b += 1
+                if b > a or b > mod(v, 5):
+                    break
+                if (b + i) % 4 == 0:
+                    continue
+                acc += b * a
+            if acc > 200 and i % 2:
+                break
+        a += 1
+    acc -= 3
+    while acc > 50 and i % 5 != 1:
+        acc -= 3
+    return acc
+
+
+def test_nested_divergent_loops_match_each_threads_own_run():
+    n = 1000
+    x = RNG.integers(-300, 300, n).astype(np.int32)
+    out = np.zeros(n, np.int32)
+    Program(NESTED).launch("k", (16,), (64,), (x, out, np.int32(n)))
+    assert out.tolist() == [nested_twin(int(v), i) for i, v in enumerate(x)]

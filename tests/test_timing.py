@@ -250,6 +250,10 @@ def test_as_dict_holds_plain_numbers():
     assert d["median_s"] == pytest.approx(0.2) and d["min_s"] == pytest.approx(0.1)
     assert d["gflops"] == pytest.approx(3.0) and d["samples"] == 3 and d["n"] == 64
     assert d["fraction_of_peak"] == pytest.approx(3e9 / 1e11) and d["peak_source"] == "test roof"
+    quiet = _timing([0.2] * 5, flops=6e8, n=64)
+    assert quiet.as_dict()["busy"] is False and quiet.as_dict()["noisy"] is False
+    quiet.busy = True  # what a steady timing far below this machine's calibration is marked (bench --json keeps it)
+    assert quiet.as_dict()["busy"] is True
 
 
 def test_benchmark_passes_dtype_and_device_to_the_roof(clock, fake_roof):
