@@ -57,7 +57,8 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 def _work(model: dict[str, Any]) -> float:
     """FLOPs (a matmul) or bytes (anything else) the source's rate counts per call."""
-    return 2.0 * model["m"] * model["k"] * model["n"] if model["op"] == "matmul" else float(model["bytes"])
+    matmul = model["op"] in ("matmul", "pallas_matmul")
+    return 2.0 * model["m"] * model["k"] * model["n"] if matmul else float(model["bytes"])
 
 
 def measured_seconds(row: dict[str, Any]) -> float:
@@ -77,11 +78,14 @@ def predicted_seconds(model: dict[str, Any]) -> float:
     spec, timed = model["spec"], model["timed"]
     if model["op"] == "matmul":
         return roofline.predict_matmul_seconds(spec, model["m"], model["k"], model["n"], model["dtype"], timed=timed)
+    if model["op"] == "pallas_matmul":
+        return roofline.predict_pallas_matmul_seconds(spec, model["m"], model["k"], model["n"], model["bm"],
+                                                      model["bk"], model["bn"], model["dtype"], timed=timed)
     if model["op"] == "elementwise":
         return roofline.predict_seconds(spec, flops=0, bytes=model["bytes"], dtype=None, call="cupy", timed=timed)
     if model["op"] == "copy":
         return roofline.predict_copy_seconds(spec, model["bytes"], timed=timed, memory=model["memory"])
-    raise ValueError(f"model op {model['op']!r} is not one of matmul, elementwise, copy, call")
+    raise ValueError(f"model op {model['op']!r} is not one of matmul, pallas_matmul, elementwise, copy, call")
 
 
 def checks(rows: list[dict[str, Any]] | None = None) -> list[Check]:
@@ -130,6 +134,9 @@ def _cell(text: str) -> str:
 def _sizes(model: dict[str, Any]) -> str:
     if model["op"] == "matmul":
         return f"({model['m']}, {model['k']}) @ ({model['k']}, {model['n']}) {model['dtype']}"
+    if model["op"] == "pallas_matmul":
+        return (f"({model['m']}, {model['k']}) @ ({model['k']}, {model['n']}) {model['dtype']}, blocks "
+                f"{model['bm']} x {model['bk']} x {model['bn']}")
     return f"{model['bytes'] / 1e6:,.4g} MB moved"
 
 

@@ -379,6 +379,59 @@ def predict_matmul_seconds(device: Device, m: int, k: int, n: int, dtype: str = 
     return _combine(r, overhead, busy, timed, bound)
 
 
+#: The guide every Pallas constant and check comes from: JAX's Pallas TPU matmul guide, its stored v5e outputs.
+PALLAS_GUIDE = ("https://github.com/jax-ml/jax/blob/ee6cce5601fe1a81cec914bf50f3cbd9a72d69b1/docs/pallas/tpu/"
+                "matmul.ipynb")
+#: The cost of one step of a Pallas grid on a TPU, beyond its arithmetic and its HBM traffic: the pipeline's
+#: bookkeeping, the DMA set-up of each block, the MXU filling and draining around a small block.
+PALLAS_STEP = Cost(0.254e-6, "one step of a Pallas kernel's grid on a TPU, beyond its arithmetic and HBM traffic",
+                   "fitted: JAX's Pallas TPU matmul guide times a 4096³ bf16 blocked matmul with 128 x 128 x 128 "
+                   "blocks (32,768 grid steps) on a v5e at 11.77 ms end to end, of which the synced call, the "
+                   "arithmetic and the HBM traffic the blocks cause account for 3.4 ms (" + PALLAS_GUIDE + "); no "
+                   "published figure gives a step's cost, so the guide's other rows check it")
+
+
+def pallas_traffic(m: int, k: int, n: int, bm: int, bk: int, bn: int, itemsize: int,
+                   out_itemsize: int | None = None) -> float:
+    """HBM bytes a blocked (m, k) @ (k, n) moves: each block of A is read once per column of output blocks (n / bn
+    times), each block of B once per row (m / bm times), the output written once (the guide's own count)."""
+    m, k, n, bm, bk, bn = (positive_int(name, v) for name, v in
+                           (("m", m), ("k", k), ("n", n), ("bm", bm), ("bk", bk), ("bn", bn)))
+    out = itemsize if out_itemsize is None else out_itemsize
+    return (m * k * (n // bn) + k * n * (m // bm)) * itemsize + m * n * out
+
+
+def pallas_steps(m: int, k: int, n: int, bm: int, bk: int, bn: int) -> int:
+    """The grid's steps: (m / bm) x (n / bn) x (k / bk)."""
+    return (m // bm) * (n // bn) * (k // bk)
+
+
+def predict_pallas_matmul_seconds(device: Device, m: int, k: int, n: int, bm: int, bk: int, bn: int,
+                                  dtype: str = "bfloat16", *, timed: str = "synced") -> float:
+    """One call of a blocked Pallas matmul with (bm, bk) and (bk, bn) blocks on a TPU, as a learner times it.
+
+    The arithmetic of each block, padded to the MXU side, at the matmul efficiency; the HBM traffic the blocks
+    cause (pallas_traffic) at the memory efficiency; the larger of the two, plus PALLAS_STEP for each grid step,
+    plus the call. The blocks must divide the matrix.
+    """
+    device = _resolved(device)
+    r, overhead = _calls(device, JAX_CALL.get(roofs(device).kind, "none"), timed)
+    if r.kind != "tpu":
+        raise ValueError(f"a Pallas TPU kernel runs on a TPU; {r.device} is a {r.kind or 'device of unknown kind'}")
+    for side, block in (("m", (m, bm)), ("k", (k, bk)), ("n", (n, bn))):
+        if positive_int(side, block[0]) % positive_int(f"b{side}", block[1]):
+            raise ValueError(f"b{side} = {block[1]} does not divide {side} = {block[0]}: the grid would leave the "
+                             "last rows or columns out")
+    if not isinstance(dtype, str) or dtype not in ITEMSIZE:
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, ITEMSIZE))}; got {dtype!r:.40}")
+    side = mxu_side(device)
+    steps = pallas_steps(m, k, n, bm, bk, bn)
+    flops = 2 * padded(bm, side) * padded(bk, side) * padded(bn, side) * steps
+    compute, memory = _compute_and_memory(r, flops, pallas_traffic(m, k, n, bm, bk, bn, ITEMSIZE[dtype]), dtype,
+                                          True)
+    return _combine(r, overhead, max(compute, memory) + steps * PALLAS_STEP.value, timed)
+
+
 def host_link(device: Device) -> tuple[float, str]:
     """(bytes/s, source) of the link between the host and `device`; a ValueError if none is on file."""
     r = roofs(device)
@@ -419,8 +472,10 @@ __all__ = [
     "BOUNDS", "CALL_STYLES", "DECIDE_DEVICES", "DEFAULT_CALL", "ITEMSIZE", "JAX_CALL", "KERNEL_FLOOR",
     "MATMUL_EFFICIENCY", "MEMORIES", "MEMORY_EFFICIENCY", "OVERHEADS", "PAGEABLE_FRACTION", "TERMS", "TIMINGS",
     "TPU_PIPELINED_LEAST", "Cost", "Decision", "Device", "Estimate", "Roof", "Roofs", "attainable", "decide",
-    "device_seconds", "host_call_seconds", "host_link", "mxu_side", "padded", "predict_copy_seconds",
-    "predict_matmul_seconds", "predict_range", "predict_seconds", "published_spec", "roofline_seconds", "roofs",
+    "PALLAS_GUIDE", "PALLAS_STEP", "device_seconds", "host_call_seconds", "host_link", "mxu_side", "padded",
+    "pallas_steps", "pallas_traffic", "predict_copy_seconds", "predict_matmul_seconds",
+    "predict_pallas_matmul_seconds", "predict_range", "predict_seconds", "published_spec", "roofline_seconds",
+    "roofs",
 ]
 
 

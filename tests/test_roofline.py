@@ -294,3 +294,30 @@ def test_decide_leaves_out_a_device_the_data_does_not_fit(cpu):
 def test_decide_refuses_what_it_cannot_judge(cpu, kwargs, message):
     with pytest.raises(ValueError, match=message):
         roofline.decide(**kwargs, cpu=cpu)
+
+
+# --- a Pallas kernel's blocks -------------------------------------------------------------------------------------
+
+
+def test_pallas_blocks_are_priced_by_their_traffic_and_their_steps():
+    small = roofline.predict_pallas_matmul_seconds("TPU v5e", 4096, 4096, 4096, 128, 128, 128)
+    large = roofline.predict_pallas_matmul_seconds("TPU v5e", 4096, 4096, 4096, 512, 1024, 1024)
+    assert small > 10 * large  # the guide's finding: 128 blocks are more than ten times slower at 4096
+    traffic = roofline.pallas_traffic(4096, 4096, 4096, 128, 128, 128, 2)
+    assert traffic == (4096**3 // 128 * 2 + 4096**2) * 2  # A read n / bn times, B m / bm times, C written once
+    hbm_only = traffic / roofs_of("TPU v5e").bandwidth
+    assert 4 < 0.011771515250438824 / hbm_only < 5  # HBM traffic alone predicts the 128 blocks ~4.5x too fast
+    assert roofline.pallas_steps(4096, 4096, 4096, 128, 128, 128) == 32**3
+    fitted = roofline.PALLAS_STEP.value * 32**3
+    assert small == pytest.approx(0.011771515250438824, rel=0.01) and fitted > small / 2  # steps decide it
+
+
+def test_pallas_blocks_that_do_not_divide_or_a_device_that_is_no_tpu_are_refused():
+    with pytest.raises(ValueError, match="bm = 384 does not divide m = 1024"):
+        roofline.predict_pallas_matmul_seconds("TPU v5e", 1024, 1024, 1024, 384, 128, 128)
+    with pytest.raises(ValueError, match="a Pallas TPU kernel runs on a TPU; NVIDIA T4 is a gpu"):
+        roofline.predict_pallas_matmul_seconds("NVIDIA T4", 1024, 1024, 1024, 128, 128, 128)
+
+
+def roofs_of(device: str) -> roofline.Roofs:
+    return roofline.roofs(device)
