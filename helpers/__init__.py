@@ -31,8 +31,8 @@ __all__ = [
 #: Submodules reachable as `h.<name>` without importing them up front: plotly and ipywidgets are slow to
 #: import (seconds on a small machine) and the command line never needs them.
 _LAZY = ("checks", "choosing", "cpu", "cuda", "glossary", "grid", "kernel_checks", "lessons", "mandelbrot", "mlp",
-         "nvrtc", "plots", "precision", "project", "roofline", "sharding", "specs", "systolic", "threads", "training",
-         "widgets", "workloads")
+         "nvrtc", "pallas", "plots", "precision", "project", "roofline", "sharding", "specs", "systolic", "threads",
+         "training", "widgets", "workloads")
 
 
 def __getattr__(name: str) -> object:

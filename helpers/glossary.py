@@ -180,6 +180,12 @@ TERMS: tuple[Term, ...] = (
          "keeps one weight while the activations flow past it."),
     Term("MXU", (r"\bMXUs?\b",), "Matrix multiply unit: the TPU's systolic array, 128 x 128 multiply-accumulators "
          "(256 x 256 on v6e)."),
+    Term("Pallas", (r"\bPallas\b",), "JAX's language for writing a kernel yourself, in Python: the kernel works on "
+         "one block of each array per step of a grid, and BlockSpecs say which block each step gets."),
+    Term("VMEM", (r"\bVMEM\b",), "A TPU core's vector memory: on-chip, 128 MiB per core on a v5e or v6e, where a "
+         "Pallas kernel's blocks are copied from HBM before it works on them."),
+    Term("BlockSpec", (r"\bBlockSpecs?\b",), "In Pallas, the shape of the block a kernel sees of one array, and the "
+         "index map from a grid step to that block's position."),
     Term("vector unit", (r"(?i)\bvector units?\b", r"\bVPU\b"), "The part of a core that does SIMD arithmetic "
          "on short vectors: a CPU core's SIMD units; on a TPU, the unit beside the MXU for elementwise work (adds, "
          "activations), far slower than the MXU."),

@@ -37,8 +37,9 @@ CHAPTERS: tuple[Chapter, ...] = (
             "NumPy code on a GPU by changing one import, what copies and launches cost, then your own CUDA kernels.",
             60, "GPU"),
     Chapter("04_tpu_jax.ipynb", "TPUs with JAX",
-            "JAX compiles array code; matmul in bfloat16 on the TPU's systolic array, and one computation on 8 chips.",
-            60, "TPU"),
+            "JAX compiles array code; matmul in bfloat16 on the TPU's systolic array, one computation on 8 chips, "
+            "and a matmul kernel of your own in Pallas.",
+            80, "TPU"),
     Chapter("05_training.ipynb", "Training a small network",
             "One network on handwritten digits, trained with NumPy, CuPy, JAX and Keras: accuracy, speed, and why.",
             45, "GPU"),
