@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from helpers import cuda
-from helpers.executor import KernelFault, Program
+from helpers.executor import KernelFault, Program, UnsupportedSyntax
 
 RNG = np.random.default_rng(1)
 
@@ -155,7 +155,7 @@ def test_a_device_function_returns_per_lane():
 
 def test_a_variable_set_by_some_lanes_only_is_reported_where_another_reads_it():
     partly = kernel("float v;\n if (threadIdx.x < 4) v = 1.0f;\n y[threadIdx.x] = v;")
-    with pytest.raises(KernelFault, match="the variable v .* is used before it is given one"):
+    with pytest.raises(KernelFault, match="uses the variable v .* before it is given one"):
         partly.launch("k", (1,), (8,), (np.zeros(8, np.float32), np.zeros(8, np.float32), np.int32(8)))
     partly.launch("k", (1,), (4,), (np.zeros(8, np.float32), np.zeros(8, np.float32), np.int32(8)))
 
@@ -229,3 +229,43 @@ def test_nested_divergent_loops_match_each_threads_own_run():
     out = np.zeros(n, np.int32)
     Program(NESTED).launch("k", (16,), (64,), (x, out, np.int32(n)))
     assert out.tolist() == [nested_twin(int(v), i) for i, v in enumerate(x)]
+
+
+# ------------------------------------------------------------------------------------------------ a review's finds
+
+
+def test_a_pointer_into_different_arrays_in_different_threads_is_refused_not_followed_into_one():
+    src = ('extern "C" __global__ void k(const float* a, const float* b, float* out) {\n'
+           ' int i = threadIdx.x; const float* p = a; if (i & 1) p = b; out[i] = p[i]; }')
+    with pytest.raises(UnsupportedSyntax, match="points into a in some threads and into b in others"):
+        Program(src).launch("k", (1,), (32,), (np.zeros(32, np.float32), np.ones(32, np.float32),
+                                                np.zeros(32, np.float32)))
+
+
+def test_a_ternary_no_lane_runs_and_unsigned_pointer_steps_behave_as_on_a_gpu():
+    skip = kernel("int i = threadIdx.x; float s = 0.0f;\n for (int j = 0; j < n; j++) {\n"
+                  "  float v = x[j * 32 + i]; if (v < 0.0f) continue; s += v > 1.0f ? v : 0.5f;\n }\n y[i] = s;")
+    x = np.concatenate([np.full(32, -1, np.float32), np.full(32, 2, np.float32)])
+    y = np.zeros(32, np.float32)
+    skip.launch("k", (1,), (32,), (x, y, np.int32(2)))  # round 1: every lane continues before the ?:
+    assert (y == 2).all()
+    stencil = kernel("const float* c = x + blockIdx.x * blockDim.x + threadIdx.x + 1;\n"
+                     " y[threadIdx.x] = c[-1] + *(c - threadIdx.x);")
+    x = np.arange(40, dtype=np.float32)
+    stencil.launch("k", (1,), (32,), (x, y, np.int32(32)))
+    assert y.tolist() == [float(i + 1) for i in range(32)]
+
+
+def test_conversions_saturate_shared_arrays_are_per_declaration_and_64_bit_division_truncates():
+    src = ('extern "C" __global__ void k(const float* a, int* i32, unsigned int* u32, long long* w) {\n'
+           ' int t = threadIdx.x; i32[t] = (int)a[t]; u32[t] = (unsigned int)a[t];\n'
+           ' long long lo = -9223372036854775807LL - 1; w[t] = t == 0 ? lo / 2 : lo % 3;\n'
+           ' { __shared__ float s[32]; s[t] = 1.0f; __syncthreads(); i32[t] += (int)s[31 - t]; }\n'
+           ' { __shared__ float s[32]; s[t] = 2.0f; __syncthreads(); i32[t] += (int)s[31 - t]; }\n}')
+    a = np.zeros(32, np.float32)
+    a[:4] = [3e9, -3e9, 5e9, np.nan]
+    i32, u32, w = np.zeros(32, np.int32), np.zeros(32, np.uint32), np.zeros(32, np.int64)
+    Program(src).launch("k", (1,), (32,), (a, i32, u32, w))  # two arrays named s: no race between them
+    assert i32[:4].tolist() == [2**31 - 1 + 3 - 2**32, -2**31 + 3, 2**31 - 1 + 3 - 2**32, 3]  # saturated, then + 3
+    assert u32[0] == 3_000_000_000 and u32[2] == 2**32 - 1 and u32[3] == 0
+    assert w[0] == -2**62 and w[1] == -2

@@ -49,9 +49,9 @@ def test_source_the_executor_cannot_follow_is_refused_with_the_reason(body: str,
     ("int s = -1; if (i < n) a[i] = (float)(1 << s);", "1 << -1, a shift of a 32-bit integer by -1"),
     ("int s = 32; if (i < n) a[i] = (float)(1 >> s);", "1 >> 32, a shift of a 32-bit integer by 32"),
     ("long long v = 1; int s = 1000000; if (i < n) a[i] = (float)(v << s);", "64-bit integer by 1000000"),
-    ("int s; if (i < n) a[i] = (float)(1 << s);", "the variable s .* is used before it is given one"),
-    ("int s; if (i < n) a[i] = (float)(1 & s);", "the variable s .* is used before it is given one"),
-    ("int s; if (i < n) a[i] = (float)(s | 1);", "the variable s .* is used before it is given one"),
+    ("int s; if (i < n) a[i] = (float)(1 << s);", "uses the variable s .* before it is given one"),
+    ("int s; if (i < n) a[i] = (float)(1 & s);", "uses the variable s .* before it is given one"),
+    ("int s; if (i < n) a[i] = (float)(s | 1);", "uses the variable s .* before it is given one"),
 ])
 def test_undefined_arithmetic_is_a_fault_naming_the_line(body: str, match: str) -> None:
     with pytest.raises(executor.KernelFault, match=match) as caught:

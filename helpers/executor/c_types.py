@@ -94,7 +94,8 @@ def _integer(bits: int, signed: bool) -> Callable[[Any], Any]:
             if x.dtype == dtype:
                 return x
             if x.dtype.kind == "f":
-                return np.where(np.isnan(x), 0, np.clip(np.trunc(x), low, high)).astype(dtype)
+                wide = np.trunc(x.astype(np.float64))  # in float64, where the bounds are exact enough to saturate
+                return np.where(np.isnan(wide), 0, np.clip(wide, low, high)).astype(dtype)
             return x.astype(dtype)
         if isinstance(x, np.integer | bool | np.bool_):
             return convert(int(x))

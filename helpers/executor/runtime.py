@@ -17,6 +17,7 @@ from . import counters as counting
 from . import memory
 from .c_types import CONVERSIONS
 from .counters import WARP, Counters
+from .front import UnsupportedSyntax
 from .memory import KernelFault, Pointer, Shared
 
 #: Loop rounds (lock-step: one round of a loop for all its active lanes) a launch may take before it is
@@ -116,6 +117,10 @@ def _set(x: Any, v: Any, m: Any, b: Any) -> Any:
     if isinstance(v, Pointer):
         if isinstance(x, Pointer) and x.alloc is v.alloc:
             return Pointer(v.alloc, np.where(m, v.offset, x.offset), v.name, v.start, v.writable)
+        if isinstance(x, Pointer):
+            raise UnsupportedSyntax(f"a pointer that points into {x.name} in some threads and into {v.name} in "
+                                    "others: the CPU executor follows one array per pointer; choose between the "
+                                    f"elements instead, as in c ? {x.name}[i] : {v.name}[i]")
         return v
     if isinstance(x, _Unset | _Partial):
         return x.assign(v, m)
@@ -135,9 +140,9 @@ class _Unset:
     def assign(self, v: Any, m: np.ndarray) -> _Partial:
         return _Partial(self, np.where(m, v, np.zeros_like(v)), m.copy())
 
-    def fault(self) -> KernelFault:
-        return KernelFault("uninitialised variable", f"the variable {self.name} (declared at line {self.line} "
-                           "without a value) is used before it is given one", line=self.line)
+    def fault(self, c: Lanes, line: int, lane: int) -> KernelFault:
+        return c.fault("uninitialised variable", f"uses the variable {self.name} (declared at line {self.line} "
+                       "without a value) before it is given one", line, lane)
 
 
 class _Partial:
@@ -152,17 +157,19 @@ class _Partial:
         return _Partial(self.unset, np.where(m, v, self.value), self.done | m)
 
 
-def _rd(c: Lanes, x: Any, m: Any, b: Any) -> Any:
-    """A variable declared without a value, read by the active lanes: each of them must have set it."""
+def _rd(c: Lanes, x: Any, line: int, m: Any, b: Any) -> Any:
+    """A variable declared without a value, read by the active lanes at `line`: each of them must have set it."""
+    e = _eff(m, b)
     if isinstance(x, _Unset):
-        if _any(_eff(m, b)):
-            raise x.fault()
+        if _any(e) and (e is None or e.any()):
+            raise x.fault(c, line, c.first(e))
         return 0
     if isinstance(x, _Partial):
-        e = _eff(m, b)
         missing = ~x.done if e is None else e & ~x.done
+        if c.real is not None:
+            missing = missing & c.real
         if missing.any():
-            raise x.unset.fault()
+            raise x.unset.fault(c, line, memory.first(missing))
         return x.value
     return x
 
@@ -202,7 +209,7 @@ def _tern(c: Lanes, q: Any, yes: Callable[[Any], Any], no: Callable[[Any], Any],
     if not isinstance(q, np.ndarray):
         return yes(m) if q else no(m)
     on, off = _and(m, b, q), _andnot(m, b, q)
-    a = yes(on) if on.any() else None
+    a = yes(on) if on.any() or not off.any() else None  # no lane on either side: a value nobody reads
     z = no(off) if off.any() else None
     if a is None or z is None:
         return a if z is None else z
@@ -247,19 +254,24 @@ def _idiv(bits: int, signed: bool) -> tuple[Callable[..., Any], Callable[..., An
     def quotient(c: Lanes, a: Any, d: Any, line: int, m: Any, b: Any) -> Any:
         zero = d == 0
         e = _eff(m, b)
-        if np.any(zero if e is None or not isinstance(zero, np.ndarray) else zero & e):
-            if not isinstance(zero, np.ndarray) and not _any(e):
-                return a
-            raise KernelFault("division by zero", f"division by zero at line {line}", line=line)
+        hit = zero if e is None or not isinstance(zero, np.ndarray) else zero & e
+        if np.any(hit) and _any(e) and (e is None or e.any()):
+            lane = memory.first(np.broadcast_to(hit if isinstance(hit, np.ndarray) else e if e is not None else True,
+                                                (c.lanes,)))
+            raise c.fault("division by zero", "divides by zero (an integer division or %)", line, lane)
         if isinstance(a, int) and isinstance(d, int):
+            if d == 0:
+                return a
             q = abs(a) // abs(d)
             return wrap(q if (a < 0) == (d < 0) else -q)
-        a64, d64 = np.asarray(a).astype(np.int64 if signed else np.uint64), np.asarray(d)
-        d64 = np.where(zero, 1, d64).astype(a64.dtype)
+        kind = np.int64 if signed else np.uint64
+        a64 = np.asarray(a).astype(kind)
+        d64 = np.where(zero, 1, np.asarray(d)).astype(kind)
+        q = a64 // d64  # floor division; C truncates toward zero
         if signed:
-            q = np.abs(a64) // np.abs(d64)
-            return wrap(np.where((a64 < 0) == (d64 < 0), q, -q))
-        return wrap(a64 // d64)
+            r = a64 - q * d64
+            q = q + ((r != 0) & ((a64 < 0) != (d64 < 0)))
+        return wrap(q)
 
     def remainder(c: Lanes, a: Any, d: Any, line: int, m: Any, b: Any) -> Any:
         q = quotient(c, a, d, line, m, b)
@@ -270,10 +282,12 @@ def _idiv(bits: int, signed: bool) -> tuple[Callable[..., Any], Callable[..., An
     return quotient, remainder
 
 
-def _offset(c: Lanes, p: Any, index: Any, line: int, m: Any, b: Any) -> Pointer:
+def _offset(c: Lanes, p: Any, index: Any, line: int, m: Any, b: Any, sign: int = 1) -> Pointer:
+    """p + index (or p - index): offsets in 64 bits, so an unsigned index never wraps a pointer around."""
     if not isinstance(p, Pointer):
         raise c.fault("bad pointer", "did arithmetic on a pointer that points nowhere", line, c.first(_eff(m, b)))
-    return Pointer(p.alloc, p.offset + index, p.name, p.start, p.writable)
+    step = np.add if sign > 0 else np.subtract
+    return Pointer(p.alloc, step(p.offset, index, dtype=np.int64), p.name, p.start, p.writable)
 
 
 def _round(x: Any) -> Any:
@@ -332,7 +346,7 @@ class Lanes:
         self.epoch = np.zeros(blocks, np.int64)
         self.lep = np.zeros(self.lanes, np.int64)
         self.none = np.zeros(self.lanes, bool)
-        self.arrays: dict[tuple[str, str, tuple[int, ...]], Shared] = {}
+        self.arrays: dict[tuple[str, str, tuple[int, ...], int], Shared] = {}
         self.shared_used = 0
         self.real_warps = blocks * -(-self.threads // WARP)
         self.real_lanes = blocks * self.threads
@@ -427,8 +441,8 @@ class Lanes:
 
     # ---------------------------------------------------------------- memory
 
-    def shared(self, name: str, ctype: str, dims: tuple[int, ...]) -> Shared:
-        key = (name, ctype, dims)
+    def shared(self, name: str, ctype: str, dims: tuple[int, ...], line: int) -> Shared:
+        key = (name, ctype, dims, line)
         array = self.arrays.get(key)
         if array is None:
             size = int(np.prod(dims))
@@ -498,7 +512,10 @@ class Lanes:
         """The pointer, the elements the lanes access, and the first lane outside the allocation (or None)."""
         if not isinstance(p, Pointer):
             raise self.fault("bad pointer", "used a pointer that points nowhere", line, self.first(e))
-        flat = p.offset + index if not isinstance(index, int) or index else p.offset
+        if isinstance(p.offset, int) and p.offset == 0:
+            flat = index.astype(np.int64) if isinstance(index, np.ndarray) and index.dtype.kind == "u" else index
+        else:
+            flat = np.add(p.offset, index, dtype=np.int64)
         return p, flat, memory.outside(self, p, flat, e)
 
     def _before(self, lanes: np.ndarray, stray: int | None) -> np.ndarray:

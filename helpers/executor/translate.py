@@ -381,7 +381,8 @@ class _Translator:
             if shared:
                 self.shared.append((node.name, ctype.name, ctype.dims))
             kind = "shared" if shared else "local"
-            self.emit(depth, f"{py} = _c.{kind}({node.name!r}, {ctype.name!r}, {ctype.dims!r})")
+            where = f", {line}" if shared else ""  # one array per declaration, even of the same name and size
+            self.emit(depth, f"{py} = _c.{kind}({node.name!r}, {ctype.name!r}, {ctype.dims!r}{where})")
             return
         if shared:
             raise UnsupportedSyntax("a __shared__ variable that is not an array: declare an array of one "
@@ -581,7 +582,7 @@ class _Translator:
             raise CudaCError(f"{node.name} has parts .x, .y and .z: write {node.name}.x", line)
         var = self.lookup(node.name, line)
         if var.unset:
-            return f"_rd(_c, {var.py}, {self.mask})", var.type
+            return f"_rd(_c, {var.py}, {line}, {self.mask})", var.type
         return var.py, var.type
 
     def ternary(self, node: c_ast.TernaryOp, line: int | None) -> tuple[str, CType]:
@@ -675,7 +676,7 @@ class _Translator:
             return f"_i({code})", INT
         (a, at), (b, bt) = left, right = self.expr(node.left), self.expr(node.right)
         if op in ("+", "-") and at.pointer and is_int(bt):
-            return f"_offset(_c, {a}, {'-' if op == '-' else ''}({b}), {line}, {self.mask})", at
+            return f"_offset(_c, {a}, {b}, {line}, {self.mask}{', -1' if op == '-' else ''})", at
         if op == "+" and bt.pointer and is_int(at):
             return f"_offset(_c, {b}, {a}, {line}, {self.mask})", bt
         if op in ("<<", ">>"):
