@@ -61,9 +61,10 @@ def test_flops_lanes_and_divergence_are_counted_for_the_lanes_that_run():
     assert axpy.flops == 2 * 48
     assert axpy.flops_per_byte == pytest.approx(2 * 48 / (3 * 48 * 4))
     half = counters("int i = threadIdx.x;\n if (i % 2) y[i] = x[i];", (x, y, np.int32(64)), block=(64,))
-    steps_at_the_store = 2  # two warps, each with 16 of its 32 lanes on the odd branch
-    assert half.active_lanes == 64 + 32 and half.warp_steps == 2 + steps_at_the_store
-    assert half.useful_lanes == pytest.approx((64 + 32) / (32 * 4))
+    # a warp step per statement or condition: the declaration and the test, each 2 warps of 32 lanes, then the
+    # store, 2 warps with 16 of their 32 lanes on the odd branch
+    assert half.active_lanes == 64 + 64 + 32 and half.warp_steps == 2 + 2 + 2
+    assert half.useful_lanes == pytest.approx((64 + 64 + 32) / (32 * 6))
     total = np.zeros(1, np.float32)
     atomics = counters("atomicAdd(&y[0], x[threadIdx.x]);", (x, total, np.int32(64)), block=(64,))
     assert atomics.atomics == 64 and total[0] == 64

@@ -279,11 +279,8 @@ class _Translator:
     def branch(self, node: c_ast.If, depth: int, line: int | None) -> None:
         """if/else as masks: the branch runs for the lanes whose condition holds, else for the others."""
         k = self.fresh()
-        cond = self.condition(node.cond, line)
-        if self.flops:
-            self.tick(depth)
         self.emit(depth, f"_s{k} = _m")
-        self.emit(depth, f"_q{k} = _c.cond({line}, {cond}, {MASK})")
+        self.test(depth, k, node.cond, line, loop=False)
         self.emit(depth, f"_m = _and(_s{k}, _b, _q{k})")
         self.emit(depth, "if _any(_m):")
         self.block(node.iftrue, depth + 1)
@@ -292,6 +289,12 @@ class _Translator:
             self.emit(depth, "if _any(_m):")
             self.block(node.iffalse, depth + 1)
         self.emit(depth, f"_m = {self.rejoin(f'_s{k}')}")
+
+    def test(self, depth: int, k: int, node: c_ast.Node, line: int | None, loop: bool) -> None:
+        """`_q{k}`: a branch's or loop's condition per lane, one warp step (with its FLOPs) for the active lanes."""
+        cond = self.condition(node, line)
+        self.tick(depth)
+        self.emit(depth, f"_q{k} = _c.cond({line}, {cond}, {MASK}{', loop=True' if loop else ''})")
 
     def loop(self, node: c_ast.For | c_ast.While | c_ast.DoWhile, depth: int, line: int | None) -> None:
         """A for, while or do-while loop, run while any lane is still in it: a lane leaves when its condition
@@ -312,10 +315,7 @@ class _Translator:
             self.emit(depth + 1, f"if not _first{k}:")
             test_depth = depth + 2
         if node.cond is not None:
-            cond = self.condition(node.cond, line)
-            if self.flops:
-                self.tick(test_depth)
-            self.emit(test_depth, f"_q{k} = _c.cond({line}, {cond}, {MASK}, loop=True)")
+            self.test(test_depth, k, node.cond, line, loop=True)
             self.emit(test_depth, f"_x{k} = _leave(_x{k}, {MASK}, _q{k})")
             self.emit(test_depth, f"_m = _and(_m, _b, _q{k})")
         else:
