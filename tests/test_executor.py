@@ -270,3 +270,12 @@ def test_conversions_saturate_shared_arrays_are_per_declaration_and_64_bit_divis
     assert i32[:4].tolist() == [2**31 - 1 + 3 - 2**32, -2**31 + 3, 2**31 - 1 + 3 - 2**32, 3]  # saturated, then + 3
     assert u32[0] == 3_000_000_000 and u32[2] == 2**32 - 1 and u32[3] == 0
     assert w[0] == -2**62 and w[1] == -2
+
+
+def test_math_functions_of_floats_call_the_float_overloads_as_cuda_cpp_does():
+    src = ('extern "C" __global__ void k(const float* x, float* y, double* d) {\n int i = threadIdx.x;\n'
+           ' y[i] = exp(x[i]) - expf(x[i]) + pow(x[i], 2.0f) - powf(x[i], 2.0f);\n d[i] = exp((double)x[i]); }')
+    x = np.linspace(-3, 3, 32, dtype=np.float32)
+    y, d = np.full(32, np.nan, np.float32), np.zeros(32)
+    Program(src).launch("k", (1,), (32,), (x, y, d))
+    assert (y == 0).all() and np.allclose(d, np.exp(x.astype(np.float64)), rtol=1e-15)

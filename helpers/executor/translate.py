@@ -725,14 +725,8 @@ class _Translator:
             self.arity(name, args, len(fn.params), line)
             converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
             return f"{fn_name(name)}(_c, _eff({self.mask}){''.join(', ' + c for c in converted)})", fn.returns
-        if name in MATH:
-            arg_type, result, runtime_fn = MATH[name]
-            self.arity(name, args, 1, line)
-            return f"{runtime_fn}({self.convert(args[0], arg_type, line)})", result
-        if name in MATH2:
-            self.arity(name, args, 2, line)
-            t = MATH2[name]
-            return f"_m_{name}({self.convert(args[0], t, line)}, {self.convert(args[1], t, line)})", t
+        if name in MATH or name in MATH2:
+            return self.math(name, args, line)
         if name in ("min", "max", "abs"):
             return self.min_max_abs(name, args, line)
         if name in ATOMICS:
@@ -745,6 +739,19 @@ class _Translator:
         raise UnsupportedSyntax(f"the function {name}(): the CPU executor knows the common math functions "
                                 "(expf, sqrtf, fmaxf, ...), min, max, abs, atomicAdd and your __device__ "
                                 "functions defined above it", line)
+
+    def math(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """A math function. CUDA compiles C++: exp(x), pow(x, y), ... of floats call the float overloads, as
+        expf and powf do (C would promote them to double)."""
+        self.arity(name, args, 1 if name in MATH else 2, line)
+        floats = all(self.type_of(a) == FLOAT for a in args)
+        if floats and f"{name}f" in (MATH if name in MATH else MATH2):
+            name = f"{name}f"
+        if name in MATH:
+            arg_type, result, runtime_fn = MATH[name]
+            return f"{runtime_fn}({self.convert(args[0], arg_type, line)})", result
+        t = MATH2[name]
+        return f"_m_{name}({self.convert(args[0], t, line)}, {self.convert(args[1], t, line)})", t
 
     def min_max_abs(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         if name == "abs":
