@@ -4,7 +4,8 @@ A warp is 32 threads of a block in order of x, then y, then z (a block's last wa
 request is one warp's load or store at one line: a global one touches 32-byte sectors (coalesced: a warp reading
 32 neighbouring floats touches 4; one float in each of 32 rows touches 32); a shared one is served in as many
 passes (wavefronts) as the most distinct 4-byte words any one of the 32 banks holds (2 words of one bank: a
-2-way conflict; the same word read by many lanes is a broadcast, one pass). Where the model is simpler than a
+2-way conflict; the same word read by many lanes is a broadcast, one pass). A warp step is one statement, or one
+branch or loop condition, run by a warp with at least one active lane. Where the model is simpler than a
 GPU: shared arrays are laid out one after another in declaration order, each at a 16-byte boundary; 8-byte
 elements are counted by their first word; the L1 and L2 caches are not modelled (sectors are requested, not
 necessarily fetched from DRAM).
