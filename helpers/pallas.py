@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,7 +39,7 @@ LANES = 128
 #: Block sides the sweep and the exercise choose from.
 SIDES = (128, 256, 512, 1024)
 #: Seconds the learner's kernel may take on one check case before it is called an endless loop.
-TIME_LIMIT = 60.0
+TIME_LIMIT = 15.0
 
 
 def interpret() -> bool:
@@ -217,7 +218,9 @@ def _compare(got: Any, x: np.ndarray, y: np.ndarray, bk: int) -> str | None:
     """What is wrong with `got` as x @ y, with a hint at the usual cause, or None."""
     shape = (x.shape[0], y.shape[1])
     if getattr(got, "shape", None) != shape:
-        return f"returned {type(got).__name__} of shape {getattr(got, 'shape', None)}; expected {shape}"
+        if hasattr(got, "shape"):
+            return f"returned {type(got).__name__} of shape {got.shape}; expected {shape}"
+        return f"returned {type(got).__name__} {got!r:.40}; expected an array of shape {shape}"
     values = np.asarray(got, dtype=np.float64)
     want = x.astype(np.float64) @ y.astype(np.float64)
     if np.isnan(values).any():
@@ -264,9 +267,11 @@ def check_blocks(choice: Any, m: int = 4096, k: int = 4096, n: int = 4096, devic
     what = f"your blocks for a {m} x {k} x {n} bfloat16 matmul on a {device}"
     if choice is ... or choice is None:
         return _untouched(what)
-    if not (isinstance(choice, tuple) and len(choice) == 3 and all(isinstance(v, int) and v > 0 for v in choice)):
-        return _say(False, f"❌ {what}: give three whole numbers, (bm, bk, bn); got {choice!r:.60}")
-    mine = Blocks(m, k, n, *choice)
+    whole = isinstance(choice, tuple | list) and len(choice) == 3 and all(
+        isinstance(v, Integral) and not isinstance(v, bool | np.bool_) and v > 0 for v in choice)
+    if not whole:
+        return _say(False, f"❌ {what}: give three positive whole numbers, (bm, bk, bn); got {choice!r:.60}")
+    mine = Blocks(m, k, n, *(int(v) for v in choice))
     why = mine.problem()
     if why:
         return _say(False, f"❌ {what}: {why}")

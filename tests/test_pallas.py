@@ -8,6 +8,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
@@ -92,7 +93,9 @@ def test_the_vmem_the_blocks_take_is_double_buffered_with_a_float32_accumulator(
     ((1024, 1024, 2048), "28.0 MiB of VMEM, over the 10 MiB"),
     ((4096, 4096, 4096), "more than the 128 MiB a v5e or v6e core has"),
     ((128, 128, 128), "predicted 11.8 ms .* is predicted 0.867 ms"),
-    ((512, 1024), "give three whole numbers"),
+    ((512, 1024), "give three positive whole numbers"),
+    ((True, 1024, 1024), "give three positive whole numbers"),
+    ("512", "give three positive whole numbers"),
 ])
 def test_the_block_exercise_says_why_a_choice_is_not_the_answer(choice, message):
     verdict = pallas.check_blocks(choice)
@@ -103,6 +106,7 @@ def test_the_fastest_blocks_that_fit_pass_and_are_the_guides_size():
     best = pallas.sweep(4096, 4096, 4096)[0]
     assert best.vmem <= pallas.budget() and {best.bm, best.bn} == {512, 1024} and best.bk == 1024
     assert pallas.check_blocks((best.bm, best.bk, best.bn))
+    assert pallas.check_blocks(tuple(np.int64(v) for v in (best.bm, best.bk, best.bn)))  # NumPy's integers too
     assert pallas.figure(pallas.sweep(4096, 4096, 4096), marked=best).data
 
 

@@ -13,7 +13,7 @@ necessarily fetched from DRAM).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -71,11 +71,6 @@ class Counters:
         """FLOPs per byte requested from global memory (loads and stores): the kernel's arithmetic intensity."""
         moved = self.global_load_bytes + self.global_store_bytes
         return self.flops / moved if moved else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        derived = {name: getattr(self, name) for name in ("sectors_per_request", "bank_conflicts",
-                                                          "ways_per_request", "useful_lanes", "flops_per_byte")}
-        return {**asdict(self), **derived}
 
 
 def _rows(keys: Any, active: np.ndarray | None, lanes: int) -> tuple[np.ndarray, np.ndarray] | None:

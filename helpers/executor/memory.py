@@ -105,8 +105,8 @@ def _base(array: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 class Shared:
-    """A __shared__ array: one copy per block of the batch, flat, with what each element's last reader and
-    writer were in the block's current barrier epoch (for races) and whether anything wrote it (for garbage)."""
+    """A __shared__ array (one copy per block of the batch) or a local one (one per lane), flat: whether anything
+    wrote each element (for garbage) and, when shared, its last reader and writer in the block's barrier epoch."""
 
     def __init__(self, name: str, ctype: str, dims: tuple[int, ...], copies: int, space: str, base: int) -> None:
         self.name, self.space, self.dims, self.base = name, space, dims, base

@@ -46,19 +46,13 @@ class Launch:
                                             (lanes.real if lanes.real is not None else True), (lanes.lanes,)))
         way = np.broadcast_to(taken, (lanes.lanes,))
         for lane in on.tolist():
-            self.paths[_coordinates(self, lanes, lane)].append((line, bool(way[lane])))
+            self.paths[lanes.coordinates(lane)].append((line, bool(way[lane])))
 
     def warps(self, block: tuple[int, int, int] = (0, 0, 0)) -> list[list[Path]]:
         """The paths of `block`'s threads, warp by warp (32 threads in order of x, then y, then z)."""
         bx, by, bz = self.block
         ordered = [self.paths[(block, (x, y, z))] for z in range(bz) for y in range(by) for x in range(bx)]
         return [ordered[i:i + WARP] for i in range(0, len(ordered), WARP)]
-
-
-def _coordinates(run: Launch, lanes: Lanes, lane: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    tid, blk = lane % lanes.padded, lanes.first_block + lane // lanes.padded
-    (bdx, bdy, _), (gdx, gdy, _) = run.block, run.grid
-    return (blk % gdx, blk // gdx % gdy, blk // (gdx * gdy)), (tid % bdx, tid // bdx % bdy, tid // (bdx * bdy))
 
 
 class Program:

@@ -84,10 +84,6 @@ def _rejoin(s: Any, b: Any, *left: Any) -> Any:
     return e
 
 
-def _less(s: Any, b: Any, x: Any) -> Any:
-    return _rejoin(s, b, x)
-
-
 def _join(x: Any, m: Any, b: Any) -> Any:
     """x with the active lanes added (None: no lanes yet)."""
     e = _eff(m, b)
@@ -222,7 +218,7 @@ def _fl(c: Lanes, flops: int, m: Any, b: Any, value: Any) -> Any:
 
 
 def _fell_off(c: Lanes, m: Any, b: Any) -> None:
-    if _any(_eff(m, b)) and (m is None or m.any()):
+    if _any(_eff(m, b)):
         raise KernelFault("missing return", "a __device__ function that returns a value ended without a return")
 
 
@@ -311,7 +307,7 @@ def namespace() -> dict[str, Any]:
         names[f"_m_{name}f"] = fn
     names.update(_m___expf=np.exp, _m___fdividef=lambda a, b: a / b, _min=np.minimum, _max=np.maximum,
                  _abs=np.abs)
-    names.update(_eff=_eff, _any=_any, _and=_and, _andnot=_andnot, _rejoin=_rejoin, _less=_less, _join=_join,
+    names.update(_eff=_eff, _any=_any, _and=_and, _andnot=_andnot, _rejoin=_rejoin, _join=_join,
                  _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
                  _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset)
     return names
@@ -354,19 +350,18 @@ class Lanes:
     # ---------------------------------------------------------------- who is who
 
     def xyz_thread(self, tid: int) -> str:
-        bdx, bdy, _ = self.run.block
-        return _xyz((tid % bdx, tid // bdx % bdy, tid // (bdx * bdy)), self.run.block)
+        return _xyz(unflatten(tid, self.run.block), self.run.block)
 
     def xyz_block(self, blk: int) -> str:
-        gdx, gdy, _ = self.run.grid
-        return _xyz((blk % gdx, blk // gdx % gdy, blk // (gdx * gdy)), self.run.grid)
+        return _xyz(unflatten(blk, self.run.grid), self.run.grid)
+
+    def coordinates(self, lane: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(block, thread) of a lane, each as (x, y, z)."""
+        blk, tid = self.first_block + lane // self.padded, lane % self.padded
+        return unflatten(blk, self.run.grid), unflatten(tid, self.run.block)
 
     def fault(self, kind: str, what: str, line: int, lane: int) -> KernelFault:
-        tid, blk = lane % self.padded, self.first_block + lane // self.padded
-        bdx, bdy, _ = self.run.block
-        gdx, gdy, _ = self.run.grid
-        thread = (tid % bdx, tid // bdx % bdy, tid // (bdx * bdy))
-        block = (blk % gdx, blk // gdx % gdy, blk // (gdx * gdy))
+        block, thread = self.coordinates(lane)
         where = f"thread {_xyz(thread, self.run.block)} of block {_xyz(block, self.run.grid)}"
         return KernelFault(kind, f"{kind} at line {line}: {where} {what}", thread=thread, block=block, line=line)
 
@@ -377,10 +372,6 @@ class Lanes:
 
     def count(self, e: Any) -> int:
         return self.real_lanes if e is None else int(np.count_nonzero(e))
-
-    def active(self, e: Any) -> np.ndarray | None:
-        """The lanes of a mask as indices (None: all)."""
-        return None if e is None else np.flatnonzero(e)
 
     # ---------------------------------------------------------------- control flow
 
@@ -622,6 +613,11 @@ _ATOMIC: dict[str, Callable[[Any, Any], Any]] = {
 _WRAP = {"int32": CONVERSIONS["_to_int"], "uint32": CONVERSIONS["_to_unsigned_int"],
          "int64": CONVERSIONS["_to_long_long"], "uint64": CONVERSIONS["_to_unsigned_long_long"],
          "bool": CONVERSIONS["_to_bool"]}
+
+
+def unflatten(index: int, shape: tuple[int, int, int]) -> tuple[int, int, int]:
+    """A linear thread or block index as (x, y, z) in `shape`, x fastest (CUDA's order)."""
+    return index % shape[0], index // shape[0] % shape[1], index // (shape[0] * shape[1])
 
 
 def _xyz(t: tuple[int, ...], shape: tuple[int, int, int]) -> str:

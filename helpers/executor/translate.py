@@ -60,7 +60,6 @@ class Function:
     barriers: bool  # calls __syncthreads()
     returns: CType = field(default_factory=lambda: CType("void"))
     exported: bool = True  # a kernel declared extern "C": CuPy finds it by its name
-    shared: list[tuple[str, str, tuple[int, ...]]] = field(default_factory=list)  # name, C type, dims
     const: set[str] = field(default_factory=set)  # pointer parameters to const: the kernel only reads them
 
 
@@ -101,7 +100,6 @@ class _Translator:
         self.mask = MASK  # the mask arguments where the expression being translated runs
         self.lambdas = 0  # how deep in a ?: branch or the right side of && / ||: no assignments there
         self.flops = 0  # floating-point operations in the statement being translated
-        self.shared: list[tuple[str, str, tuple[int, ...]]] = []
 
     # -------------------------------------------------------------------- scopes and output
 
@@ -227,7 +225,6 @@ class _Translator:
                                     "itself", line)
         fn.python = "\n".join(self.lines)
         fn.barriers = self.barriers
-        fn.shared = self.shared
         return fn
 
     def block(self, node: c_ast.Node | None, depth: int) -> None:
@@ -309,7 +306,7 @@ class _Translator:
         if do:
             self.emit(depth, f"_first{k} = True")
         self.emit(depth, "while True:")
-        self.emit(depth + 1, f"_m = _less(_s{k}, _b, _x{k})")
+        self.emit(depth + 1, f"_m = _rejoin(_s{k}, _b, _x{k})")
         test_depth = depth + 1
         if do:
             self.emit(depth + 1, f"if not _first{k}:")
@@ -330,7 +327,7 @@ class _Translator:
         self.block(node.stmt, depth + 1)
         self.loops.pop()
         if isinstance(node, c_ast.For) and node.next is not None:
-            self.emit(depth + 1, f"_m = _less(_s{k}, _b, _x{k})")
+            self.emit(depth + 1, f"_m = _rejoin(_s{k}, _b, _x{k})")
             for code in self.side_effects(node.next, line):
                 self.emit(depth + 1, code)
             self.tick(depth + 1)
@@ -378,8 +375,6 @@ class _Translator:
                 raise UnsupportedSyntax("an array with an initializer", line)
             ctype = CType(ctype.name, dims=ctype.dims, shared=shared)
             py = self.declare(node.name, ctype, line)
-            if shared:
-                self.shared.append((node.name, ctype.name, ctype.dims))
             kind = "shared" if shared else "local"
             where = f", {line}" if shared else ""  # one array per declaration, even of the same name and size
             self.emit(depth, f"{py} = _c.{kind}({node.name!r}, {ctype.name!r}, {ctype.dims!r}{where})")
