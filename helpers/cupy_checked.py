@@ -36,9 +36,9 @@ class RawKernel:
     """cupy.RawKernel(code, name), or a RawModule's function: each new launch signature checked by
     helpers.executor.check_launch first."""
 
-    def __init__(self, kernel: Any, code: str, name: str) -> None:
+    def __init__(self, kernel: Any, code: str, name: str, name_expressions: tuple[str, ...] = ()) -> None:
         self._kernel = kernel
-        self._code, self._name = code, name
+        self._code, self._name, self._expressions = code, name, name_expressions
         self._checked: set[tuple[Any, ...]] = set()
 
     def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], **kwargs: Any) -> Any:
@@ -49,7 +49,7 @@ class RawKernel:
             except TypeError:  # something unhashable in the launch: check it every time, as it cannot be remembered
                 key = None
             if key is None or key not in self._checked:
-                executor.check_launch(self._code, self._name, grid, block, args)
+                executor.check_launch(self._code, self._name, grid, block, args, self._expressions)
                 if key is not None:
                     self._checked.add(key)
         return self._kernel(grid, block, args, **kwargs)
@@ -64,12 +64,14 @@ class RawModule:
     def __init__(self, real: Any, *args: Any, **kwargs: Any) -> None:
         self._module = real.RawModule(*args, **kwargs)
         self._code = kwargs.get("code", args[0] if args else None)
+        expressions = kwargs.get("name_expressions") or ()
+        self._expressions = tuple(expressions) if isinstance(expressions, list | tuple) else ()
 
     def get_function(self, name: str) -> RawKernel | Any:
         function = self._module.get_function(name)
         if not isinstance(self._code, str):  # a module loaded from a file (path=...): no source to check
             return function
-        return RawKernel(function, self._code, name)
+        return RawKernel(function, self._code, name, self._expressions)
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self._module, attribute)

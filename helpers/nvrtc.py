@@ -197,6 +197,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "nvrtcVersion": [ctypes.POINTER(integer), ctypes.POINTER(integer)],
         "nvrtcCreateProgram": [ctypes.POINTER(p), text, text, integer, p, p],
         "nvrtcCompileProgram": [p, integer, ctypes.POINTER(text)],
+        "nvrtcAddNameExpression": [p, text],
         "nvrtcGetProgramLogSize": [p, ctypes.POINTER(size)],
         "nvrtcGetProgramLog": [p, ctypes.c_char_p],
         "nvrtcGetCUBINSize": [p, ctypes.POINTER(size)],
@@ -275,11 +276,12 @@ def check_arch(arch: str) -> str:
 
 
 def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
-                   options: tuple[str, ...] = ()) -> Compiled:
+                   options: tuple[str, ...] = (), name_expressions: tuple[str, ...] = ()) -> Compiled:
     """Compile CUDA C `source` to machine code for `arch`; raise CompileError carrying NVRTC's log if it fails.
 
     `name` is the file name NVRTC puts in front of each message (`name:12: error: ...`). An #include of anything
-    but ALLOWED_INCLUDES raises RefusedInclude before NVRTC runs.
+    but ALLOWED_INCLUDES raises RefusedInclude before NVRTC runs. `name_expressions` instantiate templates as
+    CuPy's RawModule(name_expressions=[...]) does ('scale<float, 128>').
     """
     if not isinstance(source, str) or not source.strip():
         raise ValueError(f"source must be a non-empty string of CUDA C to compile; got {type(source).__name__}")
@@ -295,6 +297,8 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
     _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0, None, None),
            "create program")
     try:
+        for expression in name_expressions:
+            _check(lib, lib.nvrtcAddNameExpression(program, expression.encode()), f"name expression {expression}")
         flags = [f"--gpu-architecture={arch}", *options]
         argv = (ctypes.c_char_p * len(flags))(*(f.encode() for f in flags))
         status = lib.nvrtcCompileProgram(program, len(flags), argv)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .c_types import CONVERSIONS, DTYPES, CType
+from .c_types import CONVERSIONS, DTYPES, VECTORS, CType
 from .front import CudaCError
 
 #: Threads that run in lock step on an NVIDIA GPU.
@@ -70,28 +70,40 @@ def arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any], *
     values = []
     for i, ((pname, ctype), arg) in enumerate(zip(params, args, strict=True), 1):
         where = f"argument {i} ({ctype} {pname}) of {name}"
-        want = np.dtype(DTYPES[ctype.name])
+        element, per = VECTORS.get(ctype.name, (ctype.name, 1))
+        if per > 1 and not ctype.pointer:
+            raise TypeError(f"{where}: the executor passes no vector by value; give its members as separate "
+                            f"{element} parameters")
+        want = np.dtype(DTYPES[element])
         if getattr(arg, "ndim", None) == 0 and not isinstance(arg, np.generic):  # CuPy passes any array by pointer
             raise TypeError(f"{where}: got a 0-d array; pass "
                             + (f"an array of {want} with one element or more (a.reshape(1))" if ctype.pointer
                                else f"a NumPy scalar, np.{want}(a.item()): CuPy would pass the array's address"))
         if ctype.pointer:
-            array = arg if isinstance(arg, np.ndarray) or (not run and _device_array(arg)) else None
-            if array is None:
-                raise TypeError(f"{where}: expected an array of {want}, got {type(arg).__name__} {arg!r:.40}")
-            if run and type(array) is not np.ndarray:  # np.matrix, a masked array: they index their own way
-                raise TypeError(f"{where}: a {type(array).__name__}, not a plain NumPy array; pass np.asarray(a)")
-            if array.dtype != want:
-                raise TypeError(f"{where}: an array of {array.dtype}, but the kernel reads {want}: pass "
-                                f"a.astype(np.{want}) (on a GPU the kernel would read the bytes as {want}: "
-                                "wrong numbers, no error)")
-            if not array.flags.c_contiguous:
-                raise TypeError(f"{where}: the array is not contiguous (a transposed or sliced view?): pass "
-                                "an ascontiguousarray(a) copy")
-            values.append(array)
+            values.append(_array(where, ctype, want, per, arg, run))
         else:
             values.append(_scalar(where, ctype, want, arg))
     return values
+
+
+def _array(where: str, ctype: CType, want: np.dtype, per: int, arg: Any, run: bool) -> Any:
+    """An array argument for a pointer parameter, checked: its dtype, kind, contiguity, and whole vectors."""
+    array = arg if isinstance(arg, np.ndarray) or (not run and _device_array(arg)) else None
+    if array is None:
+        raise TypeError(f"{where}: expected an array of {want}, got {type(arg).__name__} {arg!r:.40}")
+    if run and type(array) is not np.ndarray:  # np.matrix, a masked array: they index their own way
+        raise TypeError(f"{where}: a {type(array).__name__}, not a plain NumPy array; pass np.asarray(a)")
+    if array.dtype != want:
+        raise TypeError(f"{where}: an array of {array.dtype}, but the kernel reads {want}: pass "
+                        f"a.astype(np.{want}) (on a GPU the kernel would read the bytes as {want}: "
+                        "wrong numbers, no error)")
+    if per > 1 and array.size % per:
+        raise TypeError(f"{where}: {array.size} elements of {want} are not whole {ctype.name}s ({per} "
+                        f"each): pass an array whose size is a multiple of {per}")
+    if not array.flags.c_contiguous:
+        raise TypeError(f"{where}: the array is not contiguous (a transposed or sliced view?): pass "
+                        "an ascontiguousarray(a) copy")
+    return array
 
 
 def _device_array(arg: Any) -> bool:
@@ -99,7 +111,8 @@ def _device_array(arg: Any) -> bool:
     return not isinstance(arg, np.generic) and all(hasattr(arg, a) for a in ("dtype", "shape", "flags"))
 
 
-def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[Any]) -> None:
+def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[Any],
+                 name_expressions: Sequence[str] = ()) -> None:
     """Raise, with the executor's message, what a launch of kernel `name` of `source` with these arguments would
     get wrong on a GPU (a block over 1024 threads, a Python int for an int, an array of the wrong dtype), so a
     GPU launch is refused as the CPU executor would refuse it. CUDA C outside the executor's subset is not
@@ -110,7 +123,7 @@ def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[A
         if not isinstance(dims, tuple):
             raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
     try:
-        program = _program(source)
+        program = _program(source, tuple(name_expressions))
     except CudaCError:  # outside the executor's subset (or not C): CuPy's compiler will say what it sees
         return
     params = program.params(name)
@@ -119,10 +132,10 @@ def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[A
 
 
 @functools.lru_cache(maxsize=64)
-def _program(source: str) -> Any:
+def _program(source: str, name_expressions: tuple[str, ...]) -> Any:
     from .program import Program  # the program module launches through this one
 
-    return Program(source)
+    return Program(source, name_expressions)
 
 
 def _scalar(where: str, ctype: CType, want: np.dtype, arg: Any) -> Any:
@@ -141,3 +154,19 @@ def _scalar(where: str, ctype: CType, want: np.dtype, arg: Any) -> Any:
             raise TypeError(f"{where}: got a {got} scalar; the kernel wants {ctype}: pass np.{want}(...)")
         return CONVERSIONS[f"_to_{ctype.name.replace(' ', '_')}"](np.asarray(arg)[()])
     raise TypeError(f"{where}: expected a NumPy scalar np.{want}(...), got {type(arg).__name__} {arg!r:.40}")
+
+
+#: The shared memory a block may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize): 48 KiB on
+#: every GPU since Kepler (CUDA C++ Programming Guide, "Shared Memory").
+MAX_SHARED_BYTES = 48 * 1024
+
+
+def dynamic_shared_bytes(shared_mem: Any) -> int:
+    """A launch's shared_mem= (bytes of extern __shared__ memory per block), checked."""
+    if isinstance(shared_mem, bool) or not isinstance(shared_mem, int | np.integer) or shared_mem < 0:
+        raise CudaCError(f"shared_mem= is a number of bytes (0 or more); got {shared_mem!r:.40}")
+    if shared_mem > MAX_SHARED_BYTES:
+        raise CudaCError(f"shared_mem={int(shared_mem):,} bytes: a block may use at most {MAX_SHARED_BYTES:,} bytes "
+                         "(48 KiB) of shared memory unless the kernel opts in (in CuPy: kernel.max_dynamic_shared_"
+                         "size_bytes = n); on a GPU this launch fails")
+    return int(shared_mem)

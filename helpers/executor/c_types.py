@@ -30,23 +30,45 @@ class CType:
 
 
 #: Integer types: bits and signedness. `long` is 64 bits, as on Linux and macOS (LP64), where CUDA runs.
-INTEGERS = {"bool": (1, False), "int": (32, True), "unsigned int": (32, False),
+INTEGERS = {"bool": (1, False), "char": (8, True), "unsigned char": (8, False), "short": (16, True),
+            "unsigned short": (16, False), "int": (32, True), "unsigned int": (32, False),
             "long long": (64, True), "unsigned long long": (64, False)}
 FLOATS = {"float": 32, "double": 64}
 #: The NumPy dtype of each scalar type: what an array argument for a pointer to it must hold.
-DTYPES = {"bool": "bool", "int": "int32", "unsigned int": "uint32", "long long": "int64",
+DTYPES = {"bool": "bool", "char": "int8", "unsigned char": "uint8", "short": "int16", "unsigned short": "uint16",
+          "int": "int32", "unsigned int": "uint32", "long long": "int64",
           "unsigned long long": "uint64", "float": "float32", "double": "float64"}
-_RANK = {"bool": 0, "int": 1, "unsigned int": 1, "long long": 2, "unsigned long long": 2}
+_RANK = {"bool": 0, "char": 0, "unsigned char": 0, "short": 0, "unsigned short": 0, "int": 1, "unsigned int": 1,
+         "long long": 2, "unsigned long long": 2}
+#: Byte sizes (sizeof) of the scalar types.
+SIZES = {**{name: max(bits, 8) // 8 for name, (bits, _) in INTEGERS.items()}, "float": 4, "double": 8}
+#: CUDA's vector types: their element type and how many (members x, y, z, w). A float4 is 16 bytes.
+VECTORS = {f"{base}{n}": (c_name, n) for base, c_name in (("float", "float"), ("double", "double"), ("int", "int"),
+                                                          ("uint", "unsigned int")) for n in (2, 3, 4)}
+#: Type names that stand for another: size_t, and bool as C spells it.
+ALIASES = {"size_t": "unsigned long long", "bool": "bool", "_Bool": "bool"}
 INT, UINT, FLOAT, DOUBLE, BOOL = (CType(n) for n in ("int", "unsigned int", "float", "double", "bool"))
 
 
 def type_name(words: list[str]) -> str | None:
     """Our name for a C type spelled with these words ('unsigned long int' -> 'unsigned long long'), or None."""
-    if words in (["_Bool"], ["float"], ["double"], ["void"]):
-        return "bool" if words == ["_Bool"] else words[0]
-    if set(words) - {"unsigned", "signed", "long", "int"} or ("unsigned" in words and "signed" in words):
+    if len(words) == 1 and (words[0] in ("float", "double", "void") or words[0] in ALIASES):
+        return ALIASES.get(words[0], words[0])
+    if set(words) - {"unsigned", "signed", "long", "int", "short", "char"} or (
+            "unsigned" in words and "signed" in words):
         return None
-    return ("unsigned " if "unsigned" in words else "") + ("long long" if "long" in words else "int")
+    size = "char" if "char" in words else "short" if "short" in words else "long long" if "long" in words else "int"
+    if size in ("char", "short") and ({"long", "int"} & set(words) if size == "char" else "long" in words):
+        return None
+    return ("unsigned " if "unsigned" in words else "") + size
+
+
+def size_of(name: str) -> int:
+    """sizeof of a scalar or vector type (a float4 is 16 bytes; a float3, 12)."""
+    if name in VECTORS:
+        element, count = VECTORS[name]
+        return SIZES[element] * count
+    return SIZES[name]
 
 
 def is_float(t: CType) -> bool:
@@ -76,8 +98,8 @@ def arithmetic(a: CType, b: CType) -> CType:
 
 
 def promote(t: CType) -> CType:
-    """Integer promotion: bool (like char and short) becomes int in arithmetic."""
-    return INT if t.name == "bool" else t
+    """Integer promotion: bool, char and short become int in arithmetic."""
+    return INT if not t.pointer and not t.dims and _RANK.get(t.name) == 0 else t
 
 
 def _integer(bits: int, signed: bool) -> Callable[[Any], Any]:
@@ -123,7 +145,9 @@ def _float(dtype: type) -> Callable[[Any], Any]:
 
 #: The conversion to each scalar type, by the name the translated code calls: _to_int, _to_float, ...
 CONVERSIONS: dict[str, Callable[[Any], Any]] = {
-    "_to_bool": _to_bool, "_to_int": _integer(32, True), "_to_unsigned_int": _integer(32, False),
+    "_to_bool": _to_bool, "_to_char": _integer(8, True), "_to_unsigned_char": _integer(8, False),
+    "_to_short": _integer(16, True), "_to_unsigned_short": _integer(16, False), "_to_int": _integer(32, True),
+    "_to_unsigned_int": _integer(32, False),
     "_to_long_long": _integer(64, True), "_to_unsigned_long_long": _integer(64, False),
     "_to_float": _float(np.float32), "_to_double": _float(np.float64), "_f32": np.float32, "_f64": np.float64,
 }

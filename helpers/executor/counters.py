@@ -5,10 +5,10 @@ request is one warp's load or store at one line: a global one touches 32-byte se
 32 neighbouring floats touches 4; one float in each of 32 rows touches 32); a shared one is served in as many
 passes (wavefronts) as the most distinct 4-byte words any one of the 32 banks holds (2 words of one bank: a
 2-way conflict; the same word read by many lanes is a broadcast, one pass). A warp step is one statement, or one
-branch or loop condition, run by a warp with at least one active lane. Where the model is simpler than a
-GPU: shared arrays are laid out one after another in declaration order, each at a 16-byte boundary; 8-byte
-elements are counted by their first word; the L1 and L2 caches are not modelled (sectors are requested, not
-necessarily fetched from DRAM).
+branch or loop condition, run by a warp with at least one active lane; a warp primitive (a shuffle or a vote such
+as __ballot_sync) is one more. Where the model is simpler than a GPU: shared arrays are laid out one after
+another in declaration order, each at a 16-byte boundary; 8-byte elements are counted by their first word; the
+L1 and L2 caches are not modelled (sectors are requested, not necessarily fetched from DRAM).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class Counters:
     flops: int = 0
     barriers: int = 0
     atomics: int = 0
+    shuffles: int = 0  # __shfl_*_sync calls, one per warp that makes one
 
     @property
     def sectors_per_request(self) -> float:

@@ -113,25 +113,80 @@ class RawKernel:
     def __init__(self, code: str, name: str, options: tuple[str, ...] = ()) -> None:
         if not isinstance(code, str) or not isinstance(name, str):
             raise TypeError("RawKernel(code, name) takes the CUDA C source and the kernel's name, both strings")
-        if isinstance(options, str) or not isinstance(options, tuple | list) or not all(
-                isinstance(o, str) for o in options):
-            raise TypeError(f"options must be a tuple of compiler option strings such as ('-std=c++17',); got "
-                            f"{options!r:.40}")
-        self.code, self.name, self.options = code, name, tuple(options)
+        self.code, self.name, self.options = code, name, _options(options)
         self._program: Program | None = None
 
     def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], *,
                  shared_mem: int = 0) -> None:
-        """Launch: `grid` blocks of `block` threads, as kernel<<<grid, block>>>(args...) in CUDA C."""
-        for what, dims in (("grid", grid), ("block", block)):
-            if not isinstance(dims, tuple):
-                raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
-        if shared_mem:
-            raise ValueError("shared_mem (dynamic shared memory) is not supported by the CPU executor: declare "
-                             "the shared array with a size in the kernel (__shared__ float tile[16][16];)")
+        """Launch: `grid` blocks of `block` threads, as kernel<<<grid, block, shared_mem>>>(args...) in CUDA C."""
         if self._program is None:
             self._program = Program(self.code)
-        self._program.launch(self.name, grid, block, args)
+        _launch(self._program, self.name, grid, block, args, shared_mem)
+
+
+def _launch(program: Program, name: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...],
+            shared_mem: int) -> None:
+    for what, dims in (("grid", grid), ("block", block)):
+        if not isinstance(dims, tuple):
+            raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
+    program.launch(name, grid, block, args, shared_mem=shared_mem)
+
+
+class _Function:
+    """A kernel a RawModule gives (get_function): launched as a RawKernel is."""
+
+    def __init__(self, program: Program, name: str) -> None:
+        program.kernel(name)  # an unknown name fails here, as CuPy's get_function does
+        self.program, self.name = program, name
+
+    def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], *,
+                 shared_mem: int = 0) -> None:
+        _launch(self.program, self.name, grid, block, args, shared_mem)
+
+
+def _options(options: Any) -> tuple[str, ...]:
+    if isinstance(options, str) or not isinstance(options, tuple | list) or not all(
+            isinstance(o, str) for o in options):
+        raise TypeError(f"options must be a tuple of compiler option strings such as ('-std=c++17',); got "
+                        f"{options!r:.40}")
+    return tuple(options)
+
+
+class RawModule:
+    """cupy.RawModule(code=..., name_expressions=[...]): its kernels by name (get_function, templates by their
+    name expressions, 'k<float, 128>') and its __constant__ arrays (get_global), compiled at the first use."""
+
+    def __init__(self, code: str | None = None, *, path: str | None = None, options: tuple[str, ...] = (),
+                 name_expressions: Sequence[str] | None = None, **_: Any) -> None:
+        if path is not None:
+            raise ValueError("RawModule(path=...) loads a compiled file; the CPU executor runs CUDA C source only: "
+                             "pass code=open(path).read() of the .cu file instead")
+        if not isinstance(code, str):
+            raise TypeError(f"RawModule(code=...) takes the CUDA C source, a string; got {code!r:.40}")
+        if name_expressions is not None and (isinstance(name_expressions, str) or not all(
+                isinstance(e, str) for e in name_expressions)):
+            raise TypeError("name_expressions is a list of strings such as ['kernel<float, 128>']; got "
+                            f"{name_expressions!r:.60}")
+        self.code, self.options = code, _options(options)
+        self.name_expressions = tuple(name_expressions or ())
+        self._program: Program | None = None
+
+    def _compiled(self) -> Program:
+        if self._program is None:
+            self._program = Program(self.code, self.name_expressions)
+        return self._program
+
+    def get_function(self, name: str) -> _Function:
+        """The kernel `name` (extern "C"), or a template's instance by its name expression."""
+        return _Function(self._compiled(), name)
+
+    def get_global(self, name: str) -> np.ndarray:
+        """The bytes of __constant__ array `name`, to wrap as CuPy does: cupy.ndarray((16,), cupy.float32, ptr)."""
+        arrays = self._compiled().constant_arrays
+        if name not in arrays:
+            raise CudaCError(f"no __constant__ array called {name!r} in this module; it has: "
+                             f"{', '.join(arrays) or 'none'}")
+        return arrays[name].view(np.uint8)
 
 
 class ElementwiseKernel:

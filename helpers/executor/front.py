@@ -4,43 +4,66 @@ tree, with errors that name the line. Any CUDA C can be asked for its kernels' n
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from pycparser import c_ast, c_parser
 
-
-class CudaCError(ValueError):
-    """CUDA C the executor cannot run: `line` (1-based, in the kernel's source) says where, when known."""
-
-    def __init__(self, message: str, line: int | None = None) -> None:
-        self.line = line
-        super().__init__(f"line {line}: {message}" if line else message)
-
-
-class UnsupportedSyntax(CudaCError):
-    """Valid CUDA C, but outside the subset the CPU executor runs."""
-
+from .c_types import VECTORS
+from .cxx import Lowered, closing, line_of, lower, split_arguments
+from .errors import CudaCError, UnsupportedSyntax
 
 # ------------------------------------------------------------------------------------------------ source text
 
-#: Declared before the kernel so that pycparser knows these type names (kept on line 1: lines stay the same).
-_PRELUDE = "typedef unsigned long long size_t; typedef _Bool bool; typedef int int32_t; " \
-           "typedef unsigned int uint32_t; typedef long long int64_t; typedef unsigned long long uint64_t; "
-PRELUDE_TYPES = {"size_t", "bool", "int32_t", "uint32_t", "int64_t", "uint64_t"}
-_KEYWORDS = {"__global__": "inline", "__device__": "", "__host__": "", "__forceinline__": "",
-             "__restrict__": "restrict", "__shared__": "static"}
-_UNSUPPORTED_WORDS = ("template", "class", "struct", "union", "typename", "namespace", "goto", "switch",
-                      "__launch_bounds__", "__constant__", "__managed__", "asm", "cooperative_groups",
-                      "__shfl_sync", "__shfl_down_sync", "__syncwarp", "extern __shared__", "static", "printf",
-                      "char", "short", "static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "auto",
-                      "nullptr", "__shfl_xor_sync", "__ballot_sync")
+#: Type names declared before the kernel so that pycparser knows them (all on line 1: lines keep their numbers).
+#: Vector types are opaque here; the translator gives them their members. `__auto` stands for C++'s `auto`.
+PRELUDE_TYPES = ("size_t", "bool", "__auto", *VECTORS)
+_PRELUDE = "typedef unsigned long long size_t; typedef _Bool bool; " + \
+    "".join(f"typedef int {name}; " for name in PRELUDE_TYPES[2:])
+_KEYWORDS = {"__global__": "inline", "__device__": "", "__host__": "", "__shared__": "static",
+             "__constant__": "register"}
+_UNSUPPORTED_WORDS = ("struct", "union", "namespace", "goto", "switch", "__managed__", "asm",
+                      "cooperative_groups", "static", "std::", "operator", "new", "delete", "throw",
+                      "try", "virtual", "this", "using")
 #: Types outside the subset; only a declaration (`half x`) counts, since `half` may also be a variable's name.
-_UNSUPPORTED_TYPES = ("float2", "float3", "float4", "int2", "int3", "int4", "half", "__half", "dim3", "uint3",
-                      "long double")
+_UNSUPPORTED_TYPES = ("half", "__half", "__nv_bfloat16", "dim3", "uint3", "long double")
+#: Names NVRTC (CuPy's compiler) does not define with no #include: what it says, and what to write instead.
+_NVRTC_UNDEFINED = {
+    **{name: "write unsigned int" for name in ("uint", "u_int")},
+    "ushort": "write unsigned short", "uchar": "write unsigned char", "ulong": "write unsigned long long",
+    **{name: "write int, unsigned int, long long or unsigned long long" for name in (
+        "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t")},
+    **{name: "it comes from <math.h>; write __int_as_float(0x7f800000) for infinity (0x7fc00000: NaN)"
+       for name in ("INFINITY", "NAN", "HUGE_VAL", "HUGE_VALF")},
+    **{name: "it comes from <math.h>; write the number (3.14159265f) or a const float" for name in (
+        "M_PI", "M_PI_2", "M_PI_4", "M_E", "M_SQRT2", "M_LN2", "M_1_PI", "M_2_PI", "FLT_MAX", "FLT_MIN",
+        "FLT_EPSILON", "DBL_MAX", "INT_MAX", "INT_MIN", "UINT_MAX")},
+}
+#: Headers NVRTC has no copy of (it reports "could not open source file"): CUDA C needs none of them.
+_NO_SUCH_HEADER = ("stdio.h", "cstdio", "stdlib.h", "cstdlib", "assert.h", "cassert", "iostream", "math.h",
+                   "cmath", "stdint.h", "cstdint", "float.h", "cfloat", "limits.h", "climits", "algorithm",
+                   "vector", "string.h", "cstring")
 
 
 #: The largest source the executor takes: the series' kernels are under 5,000 characters, so a larger one is a
 #: mistake (a file pasted twice, a huge comment), and translating it would take minutes.
 MAX_SOURCE, MAX_LINES = 100_000, 5_000
+
+
+def _splice(source: str) -> str:
+    """Lines ending in a backslash joined to the next, as C's preprocessor does first (blank lines added after
+    the joined one, so later lines keep their numbers)."""
+    out, pending, joined = [], 0, ""
+    for line in source.split("\n"):
+        if line.endswith("\\"):
+            joined += line[:-1]
+            pending += 1
+            continue
+        out.append(joined + line)
+        out.extend([""] * pending)
+        joined, pending = "", 0
+    if joined:
+        out.append(joined)
+    return "\n".join(out)
 
 
 def _strip_comments(source: str) -> str:
@@ -51,30 +74,44 @@ def _strip_comments(source: str) -> str:
     return re.sub(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', blank, source, flags=re.S)
 
 
-def preprocess(source: str) -> tuple[str, list[str], set[str]]:
-    """(C that pycparser parses, the names of the __global__ functions, those of them declared extern "C").
-    A #define of a constant is expanded."""
+@dataclass
+class Preprocessed:
+    """The C pycparser reads; the kernels' names and those declared extern "C"; what C++ lowering found."""
+
+    text: str
+    kernels: list[str]
+    exported: set[str]
+    lowered: Lowered
+
+
+def preprocess(source: str) -> Preprocessed:
+    """The source as C that pycparser parses: comments gone, each #define of a constant expanded, C++ lowered."""
     if not isinstance(source, str) or not source.strip():
         raise CudaCError(f"a kernel's source is a string of CUDA C; got {source!r:.60}")
     if len(source) > MAX_SOURCE or source.count("\n") > MAX_LINES:
         raise CudaCError(f"the source is {len(source):,} characters on {source.count(chr(10)) + 1:,} lines; the CPU "
                          f"executor takes at most {MAX_SOURCE:,} characters and {MAX_LINES:,} lines (was something "
                          "pasted in twice?)")
-    text, defines = _directives(_strip_comments(source))
+    text, defines = _directives(_strip_comments(_splice(source)))
+    text = re.sub(r"(?<![\w.])static(?=\s+(?:__device__|__forceinline__|__inline__|inline|__host__)(?!\w))",
+                  "      ", text)  # a static __device__ function: static only limits where its name is seen
     for number, line in enumerate(text.split("\n"), 1):
         _refuse_outside_the_subset(line, number)
     text = _expand(text, defines)
     kernels, exported = kernel_names(text)
     text = re.sub(r'extern\s+"C"\s*(\{)?', lambda m: " " * len(m.group(0)) if not m.group(1) else _no_block(),
                   text)
+    lowered = lower(text)
+    text = lowered.text
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)
-    return _PRELUDE + text, kernels, exported
+    types = "".join(f"typedef int {name}; " for name in sorted(lowered.type_names - set(PRELUDE_TYPES)))
+    return Preprocessed(_PRELUDE + types + text, kernels, exported, lowered)
 
 
-def _directives(text: str) -> tuple[str, dict[str, str]]:
-    """The text with its # lines blanked (lines keep their numbers), and the constants it #defines."""
-    defines: dict[str, str] = {"warpSize": "32"}  # CUDA's built-in warpSize: 32 on every NVIDIA GPU
+def _directives(text: str) -> tuple[str, dict[str, str | Macro]]:
+    """The text with its # lines blanked (lines keep their numbers), and the constants and macros it #defines."""
+    defines: dict[str, str | Macro] = {"warpSize": "32"}  # CUDA's built-in warpSize: 32 on every NVIDIA GPU
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
@@ -82,47 +119,111 @@ def _directives(text: str) -> tuple[str, dict[str, str]]:
             continue
         match = re.fullmatch(r"#\s*define\s+([A-Za-z_]\w*)(\(?)\s*(.*)", stripped)
         if match and match.group(2):
-            raise UnsupportedSyntax(f"the macro {match.group(1)}(...) takes arguments: the CPU executor expands "
-                                    "only constants (#define TILE 16); write a __device__ function instead", number)
-        if match:
+            defines[match.group(1)] = _macro(match.group(1), match.group(3), number)
+        elif match:
             defines[match.group(1)] = match.group(3).strip() or "1"
-        elif not re.fullmatch(r"#\s*(pragma|include|line)\b.*", stripped):
+        elif re.fullmatch(r"#\s*include\b.*", stripped):
+            _include(stripped, number)
+        elif not re.fullmatch(r"#\s*(pragma|line)\b.*", stripped):
             raise UnsupportedSyntax(f"the directive {stripped.split()[0]}: only #define of a constant, "
                                     "#include, #line and #pragma are accepted", number)
         lines[number - 1] = ""
     return "\n".join(lines), defines
 
 
+def _include(directive: str, number: int) -> None:
+    """An #include NVRTC could not open is refused with its reason; CUDA's own headers need no file here."""
+    match = re.fullmatch(r'#\s*include\s*[<"]([^>"]*)[>"]', directive)
+    header = match.group(1).strip() if match else directive
+    if header in _NO_SUCH_HEADER:
+        raise UnsupportedSyntax(f"#include <{header}>: NVRTC, which CuPy compiles kernels with, has no copy of it "
+                                "(\"could not open source file\"); CUDA C needs no #include for printf, assert or "
+                                "the maths functions: delete the line", number)
+    if header not in ("cuda_runtime.h", "cuda.h", "device_launch_parameters.h", "cuda_runtime_api.h"):
+        raise UnsupportedSyntax(f"#include {directive.split('include', 1)[1].strip()[:60]}: the CPU executor reads "
+                                "no files; paste what you need into the source", number)
+
+
 def _refuse_outside_the_subset(line: str, number: int) -> None:
-    """An UnsupportedSyntax for a word or type on this line that the executor does not run."""
+    """An UnsupportedSyntax for a word on this line that the executor does not run, or NVRTC does not define."""
     if "$" in line:
         raise UnsupportedSyntax("'$' in a name: the CPU executor takes names of letters, digits and _ (some "
                                 "compilers accept $, C and CUDA do not promise it)", number)
     for word in _UNSUPPORTED_WORDS:
-        if re.search(rf"(?<![\w.]){re.escape(word)}(?!\w)", line):
+        if re.search(rf"(?<![\w.]){re.escape(word)}" + (r"(?!\w)" if word[-1] != ":" else ""), line):
             if word == "static" and "__shared__" in line:
                 continue
-            hint = " (declare a shared array with a size: __shared__ float tile[16][16];)" \
-                if word == "extern __shared__" else ""
-            raise UnsupportedSyntax(f"{word!r} is not in the subset the CPU executor runs{hint}", number)
+            raise UnsupportedSyntax(f"{word!r} is not in the subset the CPU executor runs", number)
     for word in _UNSUPPORTED_TYPES:
         if re.search(rf"(?<![\w.]){word}\s*\*?\s+[A-Za-z_]", line):
-            raise UnsupportedSyntax(f"the type {word}: the CPU executor runs int, unsigned, long long, size_t, "
-                                    "float, double and bool", number)
+            raise UnsupportedSyntax(f"the type {word}: the CPU executor runs bool, char, short, int, long long, "
+                                    "float, double (each integer may be unsigned) and float2/float4/int2/int4",
+                                    number)
+    for word, instead in _NVRTC_UNDEFINED.items():
+        if re.search(rf"(?<![\w.]){word}(?!\w)", line):
+            raise UnsupportedSyntax(f"{word} is not defined in CUDA C as NVRTC (CuPy's compiler) reads it (NVRTC: "
+                                    f"identifier \"{word}\" is undefined): {instead}", number)
 
 
-def _expand(text: str, defines: dict[str, str]) -> str:
-    """Every #define'd name replaced by its value in brackets (a #define may use another)."""
-    for _ in range(10):
+@dataclass(frozen=True)
+class Macro:
+    """A #define with parameters, #define IDX(i, j, n) ((i) * (n) + (j)): its parameters and body."""
+
+    params: tuple[str, ...]
+    body: str
+
+    def expand(self, text: str, name: str) -> str:
+        """`text` with each use NAME(a, b) replaced by the body, each parameter by its argument in brackets."""
+        pattern = re.compile(rf"(?<![\w.]){name}\s*\(")
+        start = 0
+        while match := pattern.search(text, start):
+            end = closing(text, match.end() - 1, line_of(text, match.start()))
+            args = split_arguments(text[match.end():end - 1])
+            if len(args) != len(self.params) and not (args == [] and self.params == ("",)):
+                raise UnsupportedSyntax(f"the macro {name} takes {len(self.params)} argument(s); got {len(args)}",
+                                        line_of(text, match.start()))
+            values = dict(zip(self.params, args, strict=False))
+            body = re.sub(r"[A-Za-z_]\w*", lambda m, v=values: f"({v[m.group(0)]})" if m.group(0) in v
+                          else m.group(0), self.body)
+            newlines = "\n" * text.count("\n", match.start(), end)
+            text = f"{text[:match.start()]}({body}){newlines}{text[end:]}"
+            start = match.start() + len(body) + 2
+        return text
+
+
+def _macro(name: str, rest: str, number: int) -> Macro:
+    """#define NAME(a, b) body, read."""
+    params, _, body = rest.partition(")")
+    names = tuple(p.strip() for p in params.split(","))
+    if "#" in body or not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in names if p) or "..." in params:
+        raise UnsupportedSyntax(f"the macro {name}: the CPU executor expands macros whose parameters are names and "
+                                "whose body has no # or ## (write a __device__ function instead)", number)
+    return Macro(names, body.strip())
+
+
+#: How many rounds of #define expansion the executor makes (a #define that uses another is one more).
+MAX_DEFINE_DEPTH = 64
+
+
+def _expand(text: str, defines: dict[str, str | Macro]) -> str:
+    """Every #define'd name replaced by its value in brackets, and each macro's use by its body (a #define may
+    use another)."""
+    constants = {name: value for name, value in defines.items() if isinstance(value, str)}
+    pattern = re.compile(rf"(?<![\w.])({'|'.join(map(re.escape, constants))})(?!\w)") if constants else None
+    for _ in range(MAX_DEFINE_DEPTH):
         before = text
-        for name, value in defines.items():  # a function as the replacement: a backslash in `value` stays C's
-            text = re.sub(rf"(?<![\w.]){name}(?!\w)", lambda _, v=value: f"({v})", text)
-            if len(text) > MAX_SOURCE * 4:
-                raise UnsupportedSyntax(f"expanding #define {name} makes the source over {MAX_SOURCE * 4:,} "
-                                        "characters: does a macro use itself, or another that uses it, twice?")
+        for name, value in defines.items():
+            if isinstance(value, Macro):
+                text = value.expand(text, name)
+        if pattern is not None:  # a function as the replacement: a backslash in a value stays C's
+            text = pattern.sub(lambda m: f"({constants[m.group(1)]})", text)
+        if len(text) > MAX_SOURCE * 4:
+            raise UnsupportedSyntax(f"expanding the #defines makes the source over {MAX_SOURCE * 4:,} characters: "
+                                    "does a macro use itself, or another that uses it, twice?")
         if text == before:
-            break
-    return text
+            return text
+    raise UnsupportedSyntax(f"the #defines still change the source after {MAX_DEFINE_DEPTH} rounds of expansion: does "
+                            "a macro use itself?")
 
 
 def has_side_effects(node: c_ast.Node) -> bool:
@@ -137,26 +238,30 @@ def kernel_names(source: str) -> tuple[list[str], set[str]]:
     """The names of the __global__ functions in `source`, and of those declared extern "C" (the ones CuPy's
     RawKernel finds by name: C++ renames the others). Any CUDA C, not only the executor's subset."""
     text = _strip_comments(source)
-    kernels = re.findall(r"__global__\s+void\s+([A-Za-z_]\w*)\s*\(", text)
-    return kernels, set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+([A-Za-z_]\w*)\s*\(', text))
+    bounds = r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
+    kernels = re.findall(rf"__global__\s+void\s+{bounds}([A-Za-z_]\w*)\s*\(", text)
+    return kernels, set(re.findall(rf'extern\s+"C"\s+__global__\s+void\s+{bounds}([A-Za-z_]\w*)\s*\(', text))
 
 
 def _no_block() -> str:
     raise UnsupportedSyntax('an extern "C" { ... } block: write extern "C" before each __global__ function')
 
 
-def parse(source: str) -> tuple[c_ast.FileAST, list[str], set[str]]:
-    """The parsed translation unit, the names of its kernels and of those declared extern "C"; a CudaCError
-    naming the line otherwise."""
-    text, kernels, exported = preprocess(source)
+def parse(source: str) -> tuple[c_ast.FileAST, Preprocessed]:
+    """The parsed translation unit and what preprocessing found; a CudaCError naming the line otherwise."""
+    pre = preprocess(source)
     try:
-        tree = c_parser.CParser().parse(text, "kernel.cu")
+        tree = c_parser.CParser().parse(pre.text, "kernel.cu")
     except c_parser.ParseError as exc:  # 'kernel.cu:3:14: before: x'
-        match = re.match(r"[^:]*:(\d+):\d+:\s*(.*)", str(exc))
-        line, what = (int(match.group(1)), match.group(2)) if match else (None, str(exc))
-        raise CudaCError(f"this does not parse as CUDA C ({what}): a missing ';', bracket or type?", line) \
-            from None
-    return tree, kernels, exported
+        match = re.match(r"[^:]*:(\d+):\d+:\s*(?:before:\s*)?(.*)", str(exc))
+        line, token = (int(match.group(1)), match.group(2).strip()) if match else (None, "")
+        lines = source.split("\n")
+        text = lines[line - 1].strip() if line and line <= len(lines) else ""
+        where = (f" at {token[:30]!r}" if token else "") + (f", in `{text[:80]}`" if text else "")
+        raise CudaCError(f"this does not parse as CUDA C{where}: a missing ';', bracket or "
+                         "type, or C++ the CPU executor does not read (docs/architecture.md lists what it reads)",
+                         line) from None
+    return tree, pre
 
 
 # ------------------------------------------------------------------------------------------------ translation

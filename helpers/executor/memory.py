@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .c_types import DTYPES
+from .counters import WARP
 from .front import CudaCError
 
 if TYPE_CHECKING:
@@ -75,6 +76,24 @@ class Pointer:
     writable: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class SharedRef:
+    """A pointer into a __shared__ or local array (an array passed to a __device__ function, &tile[i], a volatile
+    float* to shared memory): the array and a flat element offset into it (one per lane, or one for all)."""
+
+    array: Shared
+    offset: Any
+
+    def index(self, i: Any) -> tuple[Any, ...]:
+        """The element `i` past where this points, as an index of each of the array's dimensions."""
+        flat = np.add(self.offset, i, dtype=np.int64)
+        parts = []
+        for stride in self.array.strides[:-1]:
+            parts.append(flat // stride)
+            flat = flat % stride
+        return (*parts, flat)
+
+
 def allocations(arrays: list[np.ndarray], names: list[str], written: list[bool]) -> list[Pointer]:
     """A pointer for each array argument: views of one contiguous base array share that base's allocation.
     `written`: whether the kernel may write through each (its parameter is not a pointer to const)."""
@@ -89,6 +108,11 @@ def allocations(arrays: list[np.ndarray], names: list[str], written: list[bool])
             alloc.watch_reads()
         pointers.append(Pointer(alloc, start, name, start, bool(array.flags.writeable)))
     return pointers
+
+
+def constant_pointer(data: np.ndarray, name: str) -> Pointer:
+    """A pointer to a __constant__ array: kernels only read it (writes are refused when they are translated)."""
+    return Pointer(Allocation(data, name), 0, name, 0, writable=False)
 
 
 def _base(array: np.ndarray) -> tuple[np.ndarray, int]:
@@ -110,6 +134,7 @@ class Shared:
 
     def __init__(self, name: str, ctype: str, dims: tuple[int, ...], copies: int, space: str, base: int) -> None:
         self.name, self.space, self.dims, self.base = name, space, dims, base
+        self.dynamic: int | None = None  # extern __shared__: the launch's shared_mem= bytes
         self.size = int(np.prod(dims))
         self.strides = tuple(int(np.prod(dims[i + 1:])) for i in range(len(dims)))
         self.data = np.zeros(self.size * copies, DTYPES[ctype])
@@ -123,6 +148,10 @@ class Shared:
             self.w_epoch = np.full(self.data.size, -1, np.int64)
             self.w_gid = np.full(self.data.size, -1, np.int64)
             self.w_line = np.zeros(self.data.size, np.int32)
+            self.w_sync = np.zeros(self.data.size, np.int64)  # the writer's warp's __syncwarp() count then
+            self.r_sync = np.zeros(self.data.size, np.int64)  # the readers' warp's __syncwarp() count at the last
+            self.r_warp = np.full(self.data.size, -1, np.int64)  # the readers' warp in the batch; -2: several
+            self.r_bits = np.zeros(self.data.size, np.int64)  # the readers' lanes of that warp, one bit each
 
     def element(self, flat: int) -> str:
         index, rest = [], flat % self.size
@@ -130,6 +159,36 @@ class Shared:
             index.append(rest // stride)
             rest %= stride
         return self.name + "".join(f"[{i}]" for i in index)
+
+
+class WarpSync:
+    """The __syncwarp() calls of a batch's warps: how many each warp has made, and for each lane the last one it
+    took part in and that call's mask. Two accesses by lanes of one warp are ordered when, after the first, both
+    lanes took part in one __syncwarp()."""
+
+    def __init__(self, lanes: int) -> None:
+        self.count = np.zeros(lanes // WARP, np.int64)
+        self.last = np.zeros(lanes, np.int64)
+        self.mask = np.zeros(lanes, np.int64)
+        self.used = False  # whether any warp has called __syncwarp()
+
+    def sync(self, lanes: np.ndarray, masks: np.ndarray) -> None:
+        """A __syncwarp() by `lanes` (lanes of the batch, in order), each with its mask."""
+        warps = lanes // WARP
+        self.used = True
+        self.count[np.unique(warps)] += 1
+        self.last[lanes] = self.count[warps]
+        self.mask[lanes] = masks
+
+    def ordered(self, lanes: np.ndarray, warp: np.ndarray, bits: np.ndarray, since: np.ndarray) -> np.ndarray:
+        """For each of `lanes`: whether its last __syncwarp() came after its warp's count was `since` and named
+        every lane of `bits`, in warp `warp`, as well: then their accesses before it come before this lane's."""
+        return (warp == lanes // WARP) & (self.last[lanes] > since) & ((bits & ~self.mask[lanes]) == 0)
+
+
+def lane_of(c: Lanes, gid: Any) -> Any:
+    """The lane of the batch that runs the thread with global id `gid` (a thread of one of its blocks)."""
+    return (gid // c.threads - c.first_block) * c.padded + gid % c.threads
 
 
 MAX_ARRAY = 1 << 16
@@ -267,21 +326,45 @@ def uninitialised(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line
                       + hint, line, int(lanes[k]))
 
 
-def shared_read(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
-    """A read of shared elements: after another thread's write in this epoch it races; else it is recorded."""
+def shared_read(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int, doing: str = "read") -> None:
+    """A read of shared elements (or an atomic update: `doing`): after another thread's write in this epoch, with
+    no __syncwarp() between them when they share a warp, it races; else it is recorded."""
     gid, epoch = c.gid[lanes], c.lep[lanes]
     raced = (a.w_epoch[flat] == epoch) & (a.w_gid[flat] != gid)
-    if raced.any():
+    if raced.any() and (raced := _unsynced(c, a, flat, lanes, raced, "wrote")).any():
         k = first(raced)
         raise _shared_race(c, a, int(flat[k]), int(lanes[k]), "wrote", int(a.w_gid[flat[k]]),
-                           int(a.w_line[flat[k]]), "read", line)
+                           int(a.w_line[flat[k]]), doing, line)
     fresh = a.r_epoch[flat] != epoch
+    if c.warp_sync.used:  # reads a __syncwarp() orders before this one are forgotten, as a barrier's are
+        fresh |= c.warp_sync.ordered(lanes, a.r_warp[flat], a.r_bits[flat], a.r_sync[flat])
     several = ~fresh & (a.r_gid[flat] != gid)
     a.r_gid[flat[several]] = -2
+    warp = lanes // WARP
     if fresh.any():
         f, g = flat[fresh], gid[fresh]
         a.r_epoch[f], a.r_gid[f], a.r_line[f] = epoch[fresh], g, line
         a.r_gid[f[a.r_gid[f] != g]] = -2  # two lanes of this read on one element
+        a.r_warp[f], a.r_bits[f] = warp[fresh], 0
+    np.bitwise_or.at(a.r_bits, flat, np.left_shift(1, lanes % WARP))
+    a.r_warp[flat[a.r_warp[flat] != warp]] = -2  # readers in two warps
+    a.r_sync[flat] = c.warp_sync.count[warp]
+
+
+def _unsynced(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, raced: np.ndarray, did: str) -> np.ndarray:
+    """`raced` less the lanes that a __syncwarp() orders after the element's writer ('wrote') or readers ('read')."""
+    k = np.flatnonzero(raced)
+    f, on = flat[k], lanes[k]
+    if did == "wrote":
+        writer = lane_of(c, a.w_gid[f])
+        synced = c.warp_sync.ordered(on, writer // WARP, np.left_shift(1, writer % WARP), a.w_sync[f])
+    else:
+        synced = c.warp_sync.ordered(on, a.r_warp[f], a.r_bits[f], a.r_sync[f])
+    if not synced.any():
+        return raced
+    raced = raced.copy()
+    raced[k[synced]] = False
+    return raced
 
 
 def shared_write(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
@@ -289,7 +372,7 @@ def shared_write(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line:
     gid, epoch = c.gid[lanes], c.lep[lanes]
     for did, e, who, at in (("wrote", a.w_epoch, a.w_gid, a.w_line), ("read", a.r_epoch, a.r_gid, a.r_line)):
         raced = (e[flat] == epoch) & (who[flat] != gid)
-        if raced.any():
+        if raced.any() and (raced := _unsynced(c, a, flat, lanes, raced, did)).any():
             k = first(raced)
             raise _shared_race(c, a, int(flat[k]), int(lanes[k]), did, int(who[flat[k]]), int(at[flat[k]]),
                                "write", line)
@@ -297,14 +380,40 @@ def shared_write(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line:
     clash = a.w_gid[flat] != gid
     if clash.any():  # two lanes of this store on one element
         one, two = _pair(flat, clash)
-        raise _shared_race(c, a, int(flat[two]), int(lanes[two]), "wrote", int(gid[one]), line, "write", line)
+        raise _shared_race(c, a, int(flat[two]), int(lanes[two]), "wrote", int(gid[one]), line, "write", line,
+                           warp=False)
     a.w_epoch[flat], a.w_line[flat] = epoch, line
+    a.w_sync[flat] = c.warp_sync.count[lanes // WARP]
     a.written[flat] = True
 
 
 def _shared_race(c: Lanes, a: Shared, flat: int, lane: int, did: str, other: int, at: int, doing: str,
-                 line: int) -> KernelFault:
+                 line: int, warp: bool = True) -> KernelFault:
     who = "other threads" if other == -2 else f"thread {c.xyz_thread(other % c.threads)}"
+    if warp and _same_warp(c, a, flat, lane, did, other):
+        return _warp_race(c, a, flat, lane, did, other, at, doing, line)
     return c.fault("race", f"will {doing} {a.element(flat)}, which {who} of the block {did} at line {at} with no "
                    "__syncthreads() in between: the result depends on which thread runs first (is a "
                    "__syncthreads() missing?)", line, lane)
+
+
+def _same_warp(c: Lanes, a: Shared, flat: int, lane: int, did: str, other: int) -> bool:
+    """Whether the other side of a race (a thread, or several readers: -2) is in `lane`'s warp."""
+    if other >= 0:
+        return bool(lane_of(c, other) // WARP == lane // WARP)
+    return did == "read" and bool(a.r_warp[flat] == lane // WARP)
+
+
+def _warp_race(c: Lanes, a: Shared, flat: int, lane: int, did: str, other: int, at: int, doing: str,
+               line: int) -> KernelFault:
+    """A race between lanes of one warp: warp-synchronous code needs __syncwarp() since Volta."""
+    me = c.xyz_thread(int(c.gid[lane]) % c.threads)
+    pair = f"threads {c.xyz_thread(other % c.threads)} and {me} are" if other >= 0 else f"they and thread {me} are"
+    who = "other threads" if other == -2 else f"thread {c.xyz_thread(other % c.threads)}"
+    first_access = "write" if did == "wrote" else "read"
+    tail = (" (this one statement reads and writes it: read into a variable, then __syncwarp(), then write, as in "
+            "v += s[i + 16]; __syncwarp(); s[i] = v;)" if at == line and first_access != doing else "")
+    return c.fault("race", f"will {doing} {a.element(flat)}, which {who} of the block {did} at line {at} with nothing "
+                   f"ordering the two: {pair} in the same warp, but since Volta (independent thread scheduling) a "
+                   f"warp's lanes need not run in step: put __syncwarp() between the {first_access} and the "
+                   f"{doing}{tail}, or __syncthreads(), which orders the whole block", line, lane)

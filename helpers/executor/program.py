@@ -18,14 +18,19 @@ from typing import Any
 import numpy as np
 
 from ..validate import positive_int
-from .arguments import MAX_LAUNCH_THREADS, arguments, executor_shape
+from . import warp
+from .arguments import MAX_LAUNCH_THREADS, arguments, dynamic_shared_bytes, executor_shape
 from .counters import WARP, Counters
 from .front import CudaCError
-from .memory import allocations
+from .memory import allocations, constant_pointer
 from .runtime import BATCH_LANES, MAX_STEPS, Lanes, namespace
-from .translate import TOO_DEEP, Function, fn_name, translate
+from .translate import TOO_DEEP, Function
+from .unit import translate_unit
 
 Path = list[tuple[int, bool]]
+TOO_DEEP_CALLS = ("__device__ calls nest deeper than the CPU executor follows (each C call is a Python call; Python "
+                  "stops at a few hundred): is a function calling itself without end? On a GPU, recursion too deep "
+                  "overflows the thread's stack (\"unspecified launch failure\"); write the recursion as a loop")
 
 
 @dataclass
@@ -36,7 +41,9 @@ class Launch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     max_steps: int
+    shared_mem: int = 0  # bytes of dynamic shared memory per block (extern __shared__)
     steps: int = 0
+    printed: int = 0  # printf lines so far
     counters: Counters = field(default_factory=Counters)
     paths: dict[tuple[tuple[int, int, int], tuple[int, int, int]], Path] | None = None
 
@@ -58,11 +65,13 @@ class Launch:
 class Program:
     """Every function of a CUDA C source, translated once; `launch` runs one of its kernels."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, name_expressions: Sequence[str] = ()) -> None:
         self.source = source
-        self.functions, self.kernels = translate(source)
-        names = namespace()
-        code = "\n\n".join(f.python for f in self.functions.values())
+        unit = translate_unit(source, name_expressions)
+        self.functions, self.kernels, self._exported = unit.functions, unit.kernels, unit.exported
+        self.constant_arrays = unit.constant_arrays  # __constant__ memory, filled by the host between launches
+        names = namespace() | warp.RUNTIME
+        code = "\n\n".join(dict.fromkeys(f.python for f in self.functions.values()))
         try:
             compiled = compile(code, "<kernel>", "exec")
         except (SyntaxError, RecursionError, MemoryError):  # Python's nesting limits, met by valid C
@@ -81,17 +90,18 @@ class Program:
             raise CudaCError(f"no kernel called {name!r} in this source; its kernels: {kernels} (a kernel needs "
                              'extern "C" __global__ before it, and the exact name)')
         kernel = self.functions[name]
-        if not kernel.exported:
+        if name not in self._exported:
             raise CudaCError(f'the kernel {name} is not declared extern "C": C++ renames it, so CuPy cannot find it '
                              f'by its name (on a GPU: "named symbol not found"); write extern "C" __global__ void '
-                             f"{name}(...)")
+                             f"{name}(...), or name it in cupy.RawModule(code=..., name_expressions=['{name}'])")
         return kernel
 
     def launch(self, name: str, grid: Sequence[int] | int, block: Sequence[int] | int, args: Sequence[Any], *,
-               trace: bool = False, max_steps: int = MAX_STEPS) -> Launch:
+               trace: bool = False, max_steps: int = MAX_STEPS, shared_mem: int = 0) -> Launch:
         """Run kernel `name` on a grid of blocks of threads, as `kernel<<<grid, block>>>(args...)` would.
 
         Array arguments are NumPy arrays, written in place; scalars are NumPy scalars of the parameter's type.
+        `shared_mem`: the bytes of each block's extern __shared__ array, as CuPy's shared_mem= gives them.
         """
         kernel = self.kernel(name)
         grid3, block3 = executor_shape(grid, block)
@@ -101,13 +111,16 @@ class Program:
         pointers = allocations([v for _, v in arrays], names, [name not in kernel.const for name in names])
         for (i, _), pointer in zip(arrays, pointers, strict=True):
             values[i] = pointer
-        run = Launch(name, grid3, block3, positive_int("max_steps", max_steps, "loop rounds a launch may take"))
+        run = Launch(name, grid3, block3, positive_int("max_steps", max_steps, "loop rounds a launch may take"),
+                     dynamic_shared_bytes(shared_mem))
         if trace:
             run.paths = {}
             for b in np.ndindex(*grid3[::-1]):
                 for t in np.ndindex(*block3[::-1]):
                     run.paths[(b[::-1], t[::-1])] = []
-        fn = self._namespace[fn_name(name)]
+        for const_name, data in self.constant_arrays.items():
+            self._namespace[f"__constant_{const_name}"] = constant_pointer(data, const_name)
+        fn = self._namespace[kernel.py_name]
         threads = int(np.prod(block3))
         blocks = int(np.prod(grid3))
         per_batch = max(1, BATCH_LANES // (-(-threads // WARP) * WARP))
@@ -115,7 +128,10 @@ class Program:
         with np.errstate(all="ignore"):
             for start in range(0, blocks, per_batch):
                 lanes = Lanes(run, start, min(per_batch, blocks - start))
-                fn(lanes, lanes.real, *values)
+                try:
+                    fn(lanes, lanes.real, *values)
+                except RecursionError:  # each C call is a Python call
+                    raise CudaCError(TOO_DEEP_CALLS) from None
         return run
 
 

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from . import counters as counting
-from . import memory
-from .c_types import CONVERSIONS
+from . import memory, printing
+from .c_types import CONVERSIONS, DTYPES
 from .counters import WARP, Counters
 from .front import UnsupportedSyntax
-from .memory import KernelFault, Pointer, Shared
+from .memory import KernelFault, Pointer, Shared, SharedRef
 
 #: Loop rounds (lock-step: one round of a loop for all its active lanes) a launch may take before it is
 #: stopped as a loop that never ends.
@@ -110,6 +110,12 @@ def _set(x: Any, v: Any, m: Any, b: Any) -> Any:
     """A variable after an assignment by the active lanes: the others keep their value."""
     if m is None:
         return v
+    if v is None or (x is None and isinstance(v, Pointer | SharedRef)):
+        e = _eff(m, b)
+        if x is v or e is None or np.all(e):
+            return v
+        raise UnsupportedSyntax("a pointer that is nullptr in some threads and points to an array in others: the "
+                                "CPU executor follows one array per pointer; keep a flag instead")
     if isinstance(v, Pointer):
         if isinstance(x, Pointer) and x.alloc is v.alloc:
             return Pointer(v.alloc, np.where(m, v.offset, x.offset), v.name, v.start, v.writable)
@@ -117,6 +123,13 @@ def _set(x: Any, v: Any, m: Any, b: Any) -> Any:
             raise UnsupportedSyntax(f"a pointer that points into {x.name} in some threads and into {v.name} in "
                                     "others: the CPU executor follows one array per pointer; choose between the "
                                     f"elements instead, as in c ? {x.name}[i] : {v.name}[i]")
+        return v
+    if isinstance(v, SharedRef):
+        if isinstance(x, SharedRef) and x.array is v.array:
+            return SharedRef(v.array, np.where(m, v.offset, x.offset))
+        if isinstance(x, SharedRef | Pointer):
+            raise UnsupportedSyntax("a pointer that points into different arrays in different threads: the CPU "
+                                    "executor follows one array per pointer")
         return v
     if isinstance(x, _Unset | _Partial):
         return x.assign(v, m)
@@ -280,10 +293,61 @@ def _idiv(bits: int, signed: bool) -> tuple[Callable[..., Any], Callable[..., An
 
 def _offset(c: Lanes, p: Any, index: Any, line: int, m: Any, b: Any, sign: int = 1) -> Pointer:
     """p + index (or p - index): offsets in 64 bits, so an unsigned index never wraps a pointer around."""
+    step = np.add if sign > 0 else np.subtract
+    if isinstance(p, SharedRef):
+        return SharedRef(p.array, step(p.offset, index, dtype=np.int64))
     if not isinstance(p, Pointer):
         raise c.fault("bad pointer", "did arithmetic on a pointer that points nowhere", line, c.first(_eff(m, b)))
-    step = np.add if sign > 0 else np.subtract
     return Pointer(p.alloc, step(p.offset, index, dtype=np.int64), p.name, p.start, p.writable)
+
+
+def _isnull(p: Any) -> bool:
+    """p == nullptr (the executor's pointers are null in every lane or in none)."""
+    return p is None
+
+
+def _vput(v: tuple[Any, ...], k: int, x: Any) -> tuple[Any, ...]:
+    """A vector with member k replaced."""
+    return (*v[:k], x, *v[k + 1:])
+
+
+def _vset(x: Any, v: tuple[Any, ...], m: Any, b: Any) -> tuple[Any, ...]:
+    """A vector variable after an assignment by the active lanes: member by member."""
+    return tuple(_set(x[k] if isinstance(x, tuple) else None, v[k], m, b) for k in range(len(v)))
+
+
+def _vptr(c: Lanes, p: Any, n: int, line: int, m: Any, b: Any) -> Any:
+    """`p` seen as a pointer to vectors of n elements: a fault where a lane's address is not a multiple of n."""
+    if not isinstance(p, Pointer | SharedRef):
+        raise c.fault("bad pointer", "cast a pointer that points nowhere", line, c.first(_eff(m, b)))
+    bad = np.broadcast_to(np.asarray(p.offset) % n != 0, (c.lanes,))
+    e = _eff(m, b)
+    bad = bad & (e if e is not None else c.real if c.real is not None else True)
+    if bad.any():
+        lane = int(np.flatnonzero(bad)[0])
+        data, name, start = (p.array.data, p.array.name, 0) if isinstance(p, SharedRef) else \
+            (p.alloc.data, p.name, p.start)
+        size = n * data.itemsize
+        offset = int(np.broadcast_to(p.offset, (c.lanes,))[lane])
+        raise c.fault("misaligned address", f"casts a pointer to element {offset - start} of {name} to a pointer "
+                      f"to {size}-byte vectors, which must start at a multiple of {size} bytes (every {n}th "
+                      f"element of the allocation): on a GPU, \"misaligned address\"", line, lane)
+    return p
+
+
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    """a * b + c rounded once: exact in double for float operands (a float's product fits a double's 53 bits)."""
+    dtype = np.asarray(a).dtype
+    if dtype == np.float32:
+        return (np.float64(a) * np.float64(b) + np.float64(c)).astype(np.float32) if np.ndim(a) or np.ndim(b) \
+            or np.ndim(c) else np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+    return a * b + c
+
+
+def _bits(x: Any, frm: str, to: str) -> Any:
+    """x (of dtype `frm`) with its bits read as dtype `to` (__float_as_int, __int_as_float, ...)."""
+    out = np.array(x, dtype=frm).view(to)
+    return out if np.ndim(x) else (int(out[()]) if out.dtype.kind in "iu" else out[()])
 
 
 def _round(x: Any) -> Any:
@@ -301,15 +365,25 @@ def namespace() -> dict[str, Any]:
             "rsqrt": lambda x: np.asarray(x).dtype.type(1) / np.sqrt(x), "fabs": np.abs, "sin": np.sin,
             "cos": np.cos, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil, "round": _round, "trunc": np.trunc,
             "exp2": np.exp2, "fmax": np.fmax, "fmin": np.fmin, "pow": np.power, "atan2": np.arctan2,
-            "fmod": np.fmod}
+            "fmod": np.fmod, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+            "sinh": np.sinh, "cosh": np.cosh, "expm1": np.expm1, "log1p": np.log1p, "cbrt": np.cbrt,
+            "rint": np.rint, "copysign": np.copysign, "hypot": np.hypot}
     for name, fn in math.items():
         names[f"_m_{name}"] = fn
         names[f"_m_{name}f"] = fn
-    names.update(_m___expf=np.exp, _m___fdividef=lambda a, b: a / b, _min=np.minimum, _max=np.maximum,
-                 _abs=np.abs)
+    for intrinsic, fn in {"exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10, "sin": np.sin,
+                          "cos": np.cos, "tan": np.tan, "pow": np.power}.items():
+        names[f"_m___{intrinsic}f"] = fn
+    names.update(_m___fdividef=np.divide, _m___fdiv_rn=np.divide, _m___fmul_rn=np.multiply,
+                 _m___fadd_rn=np.add, _m___fsub_rn=np.subtract, _m___fsqrt_rn=np.sqrt,
+                 _m___frcp_rn=lambda x: np.asarray(x).dtype.type(1) / x,
+                 _m___saturatef=lambda x: np.where(np.isnan(x), 0, np.clip(x, 0, 1)).astype(np.asarray(x).dtype),
+                 _fma=_fma, _bits=_bits, _min=np.minimum, _max=np.maximum, _abs=np.abs)
     names.update(_eff=_eff, _any=_any, _and=_and, _andnot=_andnot, _rejoin=_rejoin, _join=_join,
                  _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
-                 _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset)
+                 _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset, _vput=_vput,
+                 _isnull=_isnull,
+                 _vset=_vset, _vptr=_vptr)
     return names
 
 
@@ -332,6 +406,7 @@ class Lanes:
         tid, self.lb = lane % self.padded, lane // self.padded
         blk = first_block + self.lb
         self.real = None if self.padded == self.threads else tid < self.threads
+        self.alive: Any = None  # the lanes that have not returned from the kernel (None: all)
         self.gid = blk * self.threads + tid
         self.first_block = first_block
         u = np.uint32
@@ -346,6 +421,7 @@ class Lanes:
         self.shared_used = 0
         self.real_warps = blocks * -(-self.threads // WARP)
         self.real_lanes = blocks * self.threads
+        self.warp_sync = memory.WarpSync(self.lanes)  # __syncwarp() calls, for the shared-memory race check
 
     # ---------------------------------------------------------------- who is who
 
@@ -443,6 +519,64 @@ class Lanes:
             self.counters.shared_bytes_per_block = max(self.counters.shared_bytes_per_block, self.shared_used)
         return array
 
+    def dynamic_shared(self, name: str, ctype: str, line: int) -> Shared:
+        """An extern __shared__ array: the launch's shared_mem= bytes, one region every such array shares."""
+        array = self.arrays.get(("extern", "", (), 0))
+        if array is not None and array.data.dtype != DTYPES[ctype]:
+            raise UnsupportedSyntax(f"extern __shared__ arrays of two types ({array.data.dtype} and {ctype}): on a "
+                                    "GPU they share one region; the executor needs one type: declare one array and "
+                                    "index it", line)
+        if array is None:
+            size = self.run.shared_mem // np.dtype(DTYPES[ctype]).itemsize
+            array = Shared(name, ctype, (size,), self.blocks, "shared", self.shared_used)
+            array.dynamic = self.run.shared_mem
+            self.arrays[("extern", "", (), 0)] = array
+            self.counters.shared_bytes_per_block = max(self.counters.shared_bytes_per_block,
+                                                       self.shared_used + self.run.shared_mem)
+        return array
+
+    @staticmethod
+    def decay(a: Shared) -> SharedRef:
+        """A shared or local array used as a pointer to its first element (passed to a __device__ function)."""
+        return SharedRef(a, 0)
+
+    def ref(self, a: Shared, index: tuple[Any, ...], line: int, m: Any, b: Any) -> SharedRef:
+        """&a[i][j] of a shared or local array: checked against the array's bounds."""
+        return SharedRef(a, self._flat(a, index, line, _eff(m, b), "take the address of") % a.size)
+
+    def fill(self, a: Shared, values: list[Any], m: Any, b: Any) -> None:
+        """A local array's initial values ({1, 2, 3}, the rest 0) in every lane."""
+        rows = a.data.reshape(self.lanes, a.size)
+        for k, value in enumerate(values):
+            rows[:, k] = value
+        a.written[:] = True
+
+    def printf(self, literal: str, values: tuple[Any, ...], line: int, m: Any, b: Any) -> int:
+        """printf from every active thread, in thread order: at most MAX_PRINTED lines a launch (a GPU's printf
+        buffer, 1 MB by default, also drops what does not fit)."""
+        fmt = printing.python_format(literal, len(values), line)
+        lanes = self._lanes(_eff(m, b))
+        columns = [np.broadcast_to(v, (self.lanes,)) for v in values]
+        for lane in lanes.tolist():
+            if self.run.printed >= printing.MAX_PRINTED:
+                if self.run.printed == printing.MAX_PRINTED:
+                    print(f"... (the CPU executor prints the first {printing.MAX_PRINTED} printf lines of a launch)")
+                    self.run.printed += 1
+                break
+            print(fmt % tuple(column[lane].item() for column in columns), end="")
+            self.run.printed += 1
+        return 0
+
+    def check(self, q: Any, line: int, m: Any, b: Any) -> None:
+        """assert(q): a fault naming the first active thread where q is false, as CUDA's device-side assert."""
+        e = _eff(m, b)
+        failed = np.broadcast_to(np.logical_not(q), (self.lanes,))
+        failed = failed & (e if e is not None else self.real if self.real is not None else True)
+        if np.any(failed):
+            raise self.fault("assertion failed", f"fails the assert on line {line} (on a GPU the kernel stops: "
+                             "\"device-side assert triggered\", and the process's GPU context is lost)", line,
+                             memory.first(np.broadcast_to(failed, (self.lanes,))))
+
     def local(self, name: str, ctype: str, dims: tuple[int, ...]) -> Shared:
         memory.check_size(name, int(np.prod(dims)), "local")
         return Shared(name, ctype, dims, self.lanes, "local", 0)
@@ -458,7 +592,7 @@ class Lanes:
                 lane = memory.first(np.broadcast_to(outside, (self.lanes,)))
                 text = a.name + "".join(f"[{int(np.broadcast_to(k, (self.lanes,))[lane])}]" for k in index)
                 raise self.fault(f"out-of-bounds {verb}", f"{verb} {text}, but dimension {i + 1} of {a.name} has "
-                                 f"{size} elements (0 to {size - 1})", line, lane)
+                                 f"{size} elements (0 to {size - 1}){_dynamic_note(a)}", line, lane)
             flat = flat + np.asarray(j, np.int64) * stride if stride != 1 else flat + np.asarray(j, np.int64)
         copy = self.lb if a.space == "shared" else np.arange(self.lanes)
         return np.broadcast_to(flat + copy * a.size, (self.lanes,))
@@ -513,10 +647,12 @@ class Lanes:
         """The lanes that run before the first stray one: their faults come first, as in thread order."""
         return lanes if stray is None else lanes[lanes < stray]
 
-    def _sectors(self, p: Pointer, flat: Any, e: Any, load: bool) -> None:
+    def _sectors(self, p: Pointer, flat: Any, e: Any, load: bool, n: int = 1) -> None:
+        """Count one request per warp: the 32-byte sectors its lanes touch (an aligned vector of n elements, at
+        most 16 bytes, lies in one sector), and the bytes moved."""
         keys = (np.asarray(flat, np.int64) * p.alloc.data.itemsize) >> 5 if np.ndim(flat) else 0
         requests, sectors = counting.distinct_per_warp(keys, e if e is not None else self.real, self.lanes)
-        moved = self.count(e) * p.alloc.data.itemsize
+        moved = self.count(e) * p.alloc.data.itemsize * n
         c = self.counters
         if load:
             c.global_load_requests += requests
@@ -532,7 +668,30 @@ class Lanes:
             return np.flatnonzero(e)
         return np.arange(self.lanes) if self.real is None else np.flatnonzero(self.real)
 
-    def ld(self, p: Any, index: Any, line: int, m: Any, b: Any) -> Any:
+    def ldv(self, p: Any, index: Any, n: int, line: int, m: Any, b: Any) -> tuple[Any, ...]:
+        """A load of an n-element vector (p a float4*: p[i] is elements n*i to n*i + n - 1): one request."""
+        first = np.multiply(index, n, dtype=np.int64)
+        value = tuple(self.ld(p, first + k, line, m, b, count=False) for k in range(n))
+        self._vector_sectors(p, first, n, line, m, b, load=True)
+        return value
+
+    def stv(self, p: Any, index: Any, value: tuple[Any, ...], n: int, line: int, m: Any, b: Any) -> None:
+        """A store of an n-element vector through a vector pointer: one request."""
+        first = np.multiply(index, n, dtype=np.int64)
+        for k in range(n):
+            self.st(p, first + k, value[k], line, m, b, count=False)
+        self._vector_sectors(p, first, n, line, m, b, load=False)
+
+    def _vector_sectors(self, p: Any, first: Any, n: int, line: int, m: Any, b: Any, load: bool) -> None:
+        """Global memory: one request for the vector. (Shared memory counts each member as its own request.)"""
+        e = _eff(m, b)
+        if isinstance(p, Pointer) and self._lanes(e).size:
+            p, flat, _ = self._global(p, first, line, e)
+            self._sectors(p, flat, e, load, n)
+
+    def ld(self, p: Any, index: Any, line: int, m: Any, b: Any, count: bool = True) -> Any:
+        if isinstance(p, SharedRef):
+            return self.lda(p.array, p.index(index), line, m, b)
         e = _eff(m, b)
         p, flat, stray = self._global(p, index, line, e)
         alloc = p.alloc
@@ -545,13 +704,17 @@ class Lanes:
                 memory.record_reads(self, p, f, lanes, line)
         if stray is not None:
             raise memory.out_of_bounds(self, p, flat, stray, line, "read")
-        self._sectors(p, flat, e, load=True)
+        if count:
+            self._sectors(p, flat, e, load=True)
         if np.ndim(flat) == 0:
             value = alloc.data[int(flat)] if _any(e) else alloc.data.dtype.type(0)
             return int(value) if alloc.integer and value.dtype.kind != "b" else value
         return alloc.data[flat if e is None else np.where(e, flat, 0)]
 
-    def st(self, p: Any, index: Any, value: Any, line: int, m: Any, b: Any) -> None:
+    def st(self, p: Any, index: Any, value: Any, line: int, m: Any, b: Any, count: bool = True) -> None:
+        if isinstance(p, SharedRef):
+            self.sta(p.array, p.index(index), value, line, m, b)
+            return
         e = _eff(m, b)
         p, flat, stray = self._global(p, index, line, e)
         lanes = self._lanes(e)
@@ -571,48 +734,84 @@ class Lanes:
             memory.read_race(self, p, f[before], before, line)
         if stray is not None:
             raise memory.out_of_bounds(self, p, flat, stray, line, "write")
-        self._sectors(p, flat, e, load=False)
+        if count:
+            self._sectors(p, flat, e, load=False)
         alloc.data[f[lanes]] = np.broadcast_to(value, (self.lanes,))[lanes]
 
-    def atomic(self, op: str, p: Any, value: Any, line: int, m: Any, b: Any) -> Any:
-        """atomicAdd and the others: one lane at a time, in thread order, where lanes share an element."""
+    def atomic(self, op: str, p: Any, value: Any, line: int, m: Any, b: Any, compare: Any = None) -> Any:
+        """atomicAdd and the others (atomicCAS: with `compare`): one lane at a time, in thread order, where lanes
+        share an element. On a __shared__ array, atomics do not race with each other; one after another thread's
+        plain write with no barrier (or __syncwarp()) between races, and so does a plain write after one (it is
+        kept as a read); a plain read after one is not checked."""
         e = _eff(m, b)
-        p, flat, stray = self._global(p, 0, line, e)
-        if stray is not None:
-            raise memory.out_of_bounds(self, p, flat, stray, line, "atomic update of")
         lanes = self._lanes(e)
-        f = np.broadcast_to(flat, (self.lanes,))[lanes]
+        if isinstance(p, SharedRef):
+            data, f = self._shared_atomic(p, line, e, lanes)
+        else:
+            data, f = self._global_atomic(p, line, e, lanes)
         v = np.broadcast_to(value, (self.lanes,))[lanes]
-        data = p.alloc.data
-        if not p.writable:
-            raise self.fault("write to a read-only array", f"writes {p.name}[{int(f[0]) - p.start}], but the array "
-                             f"passed as {p.name} is read-only (its flags.writeable is False): pass a writable copy, "
-                             "a.copy()", line, int(lanes[0]))
+        want = v if compare is None else np.broadcast_to(compare, (self.lanes,))[lanes]
         self.counters.atomics += lanes.size
         old = np.zeros(self.lanes, data.dtype)
         apply = _ATOMIC[op]
         wrap = _WRAP.get(data.dtype.name)
         if np.unique(f).size == f.size:
             before = data[f]
-            new = apply(before, v)
+            new = apply(before, v, want)
             data[f] = wrap(new) if wrap and isinstance(new, np.ndarray) and new.dtype != data.dtype else new
             old[lanes] = before
             return old
-        for lane, k, x in zip(lanes.tolist(), f.tolist(), v.tolist(), strict=True):
+        for lane, k, x, y in zip(lanes.tolist(), f.tolist(), v.tolist(), want.tolist(), strict=True):
             before = data[k]
-            new = apply(int(before) if wrap else before, x)
+            new = apply(int(before) if wrap else before, x, y)
             data[k] = wrap(new) if wrap else new
             old[lane] = before
         return old
 
+    def _global_atomic(self, p: Any, line: int, e: Any, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The data an atomic on global memory updates and each lane's element: in bounds and writable."""
+        p, flat, stray = self._global(p, 0, line, e)
+        if stray is not None:
+            raise memory.out_of_bounds(self, p, flat, stray, line, "atomic update of")
+        f = np.broadcast_to(flat, (self.lanes,))[lanes]
+        if not p.writable:
+            raise self.fault("write to a read-only array", f"writes {p.name}[{int(f[0]) - p.start}], but the array "
+                             f"passed as {p.name} is read-only (its flags.writeable is False): pass a writable copy, "
+                             "a.copy()", line, int(lanes[0]))
+        return p.alloc.data, f
 
-_ATOMIC: dict[str, Callable[[Any, Any], Any]] = {
-    "atomicAdd": lambda a, v: a + v, "atomicSub": lambda a, v: a - v, "atomicExch": lambda a, v: v,
-    "atomicMax": lambda a, v: np.maximum(a, v), "atomicMin": lambda a, v: np.minimum(a, v)}
+    def _shared_atomic(self, p: SharedRef, line: int, e: Any, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The data an atomic on a shared or local array updates and each lane's element: in bounds, written
+        before, and (shared) not racing a plain write."""
+        a = p.array
+        f = self._flat(a, p.index(0), line, e, "atomic update of")[lanes]
+        memory.uninitialised(self, a, f, lanes, line)
+        if a.space == "shared":
+            memory.shared_read(self, a, f, lanes, line, "update")
+        return a.data, f
+
+
+_ATOMIC: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "atomicAdd": lambda a, v, _: a + v, "atomicSub": lambda a, v, _: a - v, "atomicExch": lambda a, v, _: v,
+    "atomicMax": lambda a, v, _: np.maximum(a, v), "atomicMin": lambda a, v, _: np.minimum(a, v),
+    "atomicAnd": lambda a, v, _: np.bitwise_and(a, v), "atomicOr": lambda a, v, _: np.bitwise_or(a, v),
+    "atomicXor": lambda a, v, _: np.bitwise_xor(a, v),
+    "atomicInc": lambda a, v, _: np.where(a >= v, 0, a + 1),  # ((old >= val) ? 0 : old + 1), as CUDA has it
+    "atomicDec": lambda a, v, _: np.where((a == 0) | (a > v), v, a - 1),  # ((old == 0 || old > val) ? val : old - 1)
+    "atomicCAS": lambda a, v, want: np.where(a == want, v, a)}
 #: Integer wrap-around for each integer dtype an array may hold.
-_WRAP = {"int32": CONVERSIONS["_to_int"], "uint32": CONVERSIONS["_to_unsigned_int"],
+_WRAP = {"int8": CONVERSIONS["_to_char"], "uint8": CONVERSIONS["_to_unsigned_char"],
+         "int16": CONVERSIONS["_to_short"], "uint16": CONVERSIONS["_to_unsigned_short"],
+         "int32": CONVERSIONS["_to_int"], "uint32": CONVERSIONS["_to_unsigned_int"],
          "int64": CONVERSIONS["_to_long_long"], "uint64": CONVERSIONS["_to_unsigned_long_long"],
          "bool": CONVERSIONS["_to_bool"]}
+
+
+def _dynamic_note(a: Shared) -> str:
+    if a.dynamic is None:
+        return ""
+    return (f"; {a.name} is extern __shared__: its size is the launch's shared_mem= ({a.dynamic} bytes here), "
+            f"as in kernel(grid, block, args, shared_mem=n * {a.itemsize})")
 
 
 def unflatten(index: int, shape: tuple[int, int, int]) -> tuple[int, int, int]:

@@ -13,39 +13,63 @@ line.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 from pycparser import c_ast
 
+from . import vectors, warp
 from .c_types import (
     BOOL,
     CONVERSIONS,
     DOUBLE,
+    DTYPES,
     FLOAT,
     INT,
     INTEGERS,
     UINT,
+    VECTORS,
     CType,
     arithmetic,
     is_float,
     is_int,
     promote,
+    size_of,
     type_name,
 )
-from .front import PRELUDE_TYPES, CudaCError, UnsupportedSyntax, has_side_effects, parse
+from .front import CudaCError, UnsupportedSyntax, has_side_effects
 
+#: CUDA's fast-math intrinsics of one and two floats (the GPU's approximate or explicitly rounded versions; here
+#: NumPy's float32 functions, which are at least as accurate).
+INTRINSICS = ("__expf", "__logf", "__log2f", "__log10f", "__sinf", "__cosf", "__tanf", "__fsqrt_rn", "__frcp_rn",
+              "__saturatef")
+INTRINSICS2 = ("__fdividef", "__powf", "__fdiv_rn", "__fmul_rn", "__fadd_rn", "__fsub_rn")
 #: Math functions: C name -> (argument type, result type, runtime function). None: the argument's own type.
 MATH = {
     **{f: (FLOAT, FLOAT, f"_m_{f}") for f in ("expf", "logf", "log2f", "sqrtf", "rsqrtf", "fabsf", "sinf",
-                                             "cosf", "tanhf", "floorf", "ceilf", "roundf", "truncf", "__expf",
-                                             "exp2f", "log10f")},
+                                             "cosf", "tanhf", "floorf", "ceilf", "roundf", "truncf", "exp2f",
+                                             "log10f", "tanf", "asinf", "acosf", "atanf", "sinhf", "coshf",
+                                             "expm1f", "log1pf", "cbrtf", "rintf", *INTRINSICS)},
     **{f: (DOUBLE, DOUBLE, f"_m_{f}") for f in ("exp", "log", "log2", "sqrt", "rsqrt", "fabs", "sin", "cos",
-                                               "tanh", "floor", "ceil", "round", "trunc", "exp2", "log10")},
+                                               "tanh", "floor", "ceil", "round", "trunc", "exp2", "log10", "tan",
+                                               "asin", "acos", "atan", "sinh", "cosh", "expm1", "log1p", "cbrt",
+                                               "rint")},
 }
-MATH2 = {"fmaxf": FLOAT, "fminf": FLOAT, "powf": FLOAT, "__fdividef": FLOAT, "fmax": DOUBLE, "fmin": DOUBLE,
-         "pow": DOUBLE, "atan2f": FLOAT, "atan2": DOUBLE, "fmodf": FLOAT, "fmod": DOUBLE}
-ATOMICS = ("atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicExch")
+MATH2 = {**dict.fromkeys(("fmaxf", "fminf", "powf", "atan2f", "fmodf", "copysignf", "hypotf", *INTRINSICS2), FLOAT),
+         **dict.fromkeys(("fmax", "fmin", "pow", "atan2", "fmod", "copysign", "hypot"), DOUBLE)}
+#: Fused multiply-add, a * b + c rounded once: two FLOPs.
+FMA = {"fmaf": FLOAT, "__fmaf_rn": FLOAT, "fma": DOUBLE}
+#: Functions that read a value's bits as another type (__float_as_int(1.0f) == 0x3f800000).
+BIT_CASTS = {"__float_as_int": (FLOAT, INT), "__int_as_float": (INT, FLOAT), "__float_as_uint": (FLOAT, UINT),
+             "__uint_as_float": (UINT, FLOAT), "__double_as_longlong": (DOUBLE, CType("long long")),
+             "__longlong_as_double": (CType("long long"), DOUBLE)}
+ATOMICS = ("atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicExch", "atomicAnd", "atomicOr", "atomicXor",
+           "atomicInc", "atomicDec", "atomicCAS")
+#: Atomics of whole numbers only (atomicInc and atomicDec: of unsigned int only).
+INTEGER_ATOMICS = ("atomicAnd", "atomicOr", "atomicXor", "atomicInc", "atomicDec", "atomicCAS")
 BUILTINS = {"threadIdx": "t", "blockIdx": "b", "blockDim": "bd", "gridDim": "gd"}
 
 
@@ -59,15 +83,16 @@ class Function:
     kernel: bool
     barriers: bool  # calls __syncthreads()
     returns: CType = field(default_factory=lambda: CType("void"))
-    exported: bool = True  # a kernel declared extern "C": CuPy finds it by its name
     const: set[str] = field(default_factory=set)  # pointer parameters to const: the kernel only reads them
+    py_name: str = ""  # the Python function it becomes
 
 
 @dataclass
-class _Var:
+class Var:
     py: str
     type: CType
     unset: bool = False  # declared without a value: reads are checked
+    const: bool = False  # a template argument or a file-scope constant: never assigned
 
 
 @dataclass
@@ -82,14 +107,20 @@ class _Loop:
 MASK = "_m, _b"
 
 
-class _Translator:
-    """Translates one function. Expressions come back as (Python source, C type)."""
+class Translator:
+    """Translates one function (or one instance of a template) of `unit` (a helpers.executor.unit.Unit: the
+    functions so far, typedefs, file-scope constants, templates). Expressions come back as (Python source, C type).
+    `bound`: a template instance's arguments, types by name (T -> float) and values (N -> 128)."""
 
-    def __init__(self, functions: dict[str, Function], kernel: bool, typedefs: dict[str, CType]) -> None:
-        self.functions = functions
-        self.typedefs = typedefs
+    def __init__(self, unit: Any, kernel: bool, bound: dict[str, CType | int] | None = None) -> None:
+        self.unit = unit
+        self.functions: dict[str, Function] = unit.functions
+        bound = bound or {}
+        self.typedefs = {**unit.typedefs, **{k: v for k, v in bound.items() if isinstance(v, CType)}}
         self.kernel = kernel
-        self.scopes: list[dict[str, _Var]] = [{}]
+        values = {k: Var(str(v), INT if -2**31 <= v < 2**31 else CType("long long"), const=True)
+                  for k, v in bound.items() if isinstance(v, int)}
+        self.scopes: list[dict[str, Var]] = [{**unit.globals, **values}, {}]
         self.names: set[str] = set()
         self.lines: list[str] = []
         self.loops: list[_Loop] = []
@@ -107,14 +138,14 @@ class _Translator:
         if name in BUILTINS:
             raise UnsupportedSyntax(f"{name!r} is CUDA's own (threadIdx, blockIdx, blockDim, gridDim); choose "
                                     "another name", line)
-        if name in self.scopes[-1]:
-            raise CudaCError(f"{name!r} is declared twice in the same block", line)
+        if name in self.scopes[-1] or (len(self.scopes) == 3 and name in self.scopes[1]):
+            raise CudaCError(f"{name!r} is declared twice in the same block (a parameter counts)", line)
         py = f"{name}_" if f"{name}_" not in self.names else f"{name}_{len(self.names)}"
         self.names.add(py)
-        self.scopes[-1][name] = _Var(py, ctype, unset)
+        self.scopes[-1][name] = Var(py, ctype, unset)
         return py
 
-    def lookup(self, name: str, line: int) -> _Var:
+    def lookup(self, name: str, line: int) -> Var:
         for scope in reversed(self.scopes):
             if name in scope:
                 return scope[name]
@@ -140,16 +171,15 @@ class _Translator:
             if not isinstance(node.type, c_ast.IdentifierType):
                 raise UnsupportedSyntax(f"the type {type(node.type).__name__}", line)
             words = [w for w in node.type.names]
-            typedefs = {"size_t": "unsigned long long", "bool": "bool", "int32_t": "int",
-                        "uint32_t": "unsigned int", "int64_t": "long long", "uint64_t": "unsigned long long"}
-            if len(words) == 1 and words[0] in typedefs:
-                return CType(typedefs[words[0]])
             if len(words) == 1 and words[0] in self.typedefs:
                 return self.typedefs[words[0]]
+            if len(words) == 1 and words[0] in (*VECTORS, "__auto"):
+                return CType(words[0])
             name = type_name(words)
             if name is None:
-                raise UnsupportedSyntax(f"the type {' '.join(words)!r}: use int, unsigned, long long, size_t, "
-                                        "float, double or bool", line)
+                raise UnsupportedSyntax(f"the type {' '.join(words)!r}: use bool, char, short, int, long long, "
+                                        "size_t (each may be unsigned), float, double or float2/float4/int2/int4",
+                                        line)
             return CType(name)
         if isinstance(node, c_ast.PtrDecl):
             inner = self.ctype(node.type, line)
@@ -164,24 +194,39 @@ class _Translator:
             return CType(inner.name, dims=(size, *inner.dims))
         raise UnsupportedSyntax(f"the declaration {type(node).__name__}", line)
 
-    def constant(self, node: c_ast.Node, line: int) -> int:
-        """A compile-time integer (an array size): literals and arithmetic on them."""
+    def constant(self, node: c_ast.Node, line: int | None, positive: bool = True) -> int:
+        """A compile-time integer (an array size, a template argument): literals and arithmetic on them."""
         code, ctype = self.expr(node)
         self.flops = 0
+        what = "an array size" if positive else "a template argument"
         if not is_int(ctype):
-            raise CudaCError("an array size must be a whole number known when the kernel compiles", line)
+            raise CudaCError(f"{what} must be a whole number known when the kernel compiles", line)
         value = self.known(code)
         if value is None:
-            raise UnsupportedSyntax("an array size must be a constant (a number, a #define or a const int), not "
+            raise UnsupportedSyntax(f"{what} must be a constant (a number, a #define or a const int), not "
                                     "a variable", line)
-        if not isinstance(value, int) or value <= 0:
+        if positive and value <= 0:
             raise CudaCError(f"an array size must be positive; got {value}", line)
+        return value
+
+    def number(self, node: c_ast.Node, ctype: CType, line: int | None) -> int | float:
+        """A constant initial value (of a __constant__ or local array), converted to `ctype`."""
+        code = self.convert(node, ctype, line)
+        self.flops = 0
+        try:
+            with np.errstate(all="ignore"):
+                value = eval(code, {"__builtins__": {}}, {**_CONSTANT_NAMESPACE, **self.constants})  # noqa: S307
+        except CudaCError:
+            raise
+        except Exception:  # noqa: BLE001 - it depends on a variable
+            raise CudaCError("an initial value here must be a constant (a number or a const)", line) from None
         return value
 
     def known(self, code: str) -> int | None:
         """The value of translated code made only of numbers and const ints, else None."""
         try:
-            value = eval(code, {"__builtins__": {}}, {**_CONSTANT_NAMESPACE, **self.constants})  # noqa: S307
+            with np.errstate(all="ignore"):
+                value = eval(code, {"__builtins__": {}}, {**_CONSTANT_NAMESPACE, **self.constants})  # noqa: S307
         except CudaCError:
             raise
         except Exception:  # noqa: BLE001 - it depends on a variable
@@ -190,14 +235,34 @@ class _Translator:
 
     # -------------------------------------------------------------------- statements
 
-    def function(self, node: c_ast.FuncDef, kernel: bool) -> Function:
+    def function(self, node: c_ast.FuncDef, kernel: bool, name: str | None = None) -> Function:
+        """The translated function; `name` names a template's instance (k<float, 128>)."""
         decl = node.decl
-        name = decl.name
+        name = name or decl.name
         line = decl.coord.line
-        func = decl.type
-        self.returns = self.ctype(func.type, line)
+        self.returns = self.ctype(decl.type.type, line)
         if kernel and self.returns.name != "void":
             raise CudaCError(f"the kernel {name} must return void", line)
+        params, const = self.parameters(decl.type, line)
+        py_name = f"fn_{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{len(self.functions)}"
+        fn = Function(name, params, "", kernel, False, self.returns, const=const, py_name=py_name)
+        self.functions[name] = fn  # recursion finds itself
+        args = [self.declare(pname, ptype, line) for pname, ptype in params]
+        self.emit(0, f"def {py_name}(_c, _b{''.join(', ' + a for a in args)}):")
+        self.emit(1, "_m = _rv = None")
+        self.block(node.body, 1)
+        if self.returns.name != "void":
+            self.emit(1, f"_fell_off(_c, {MASK})")
+        self.emit(1, "return _rv")
+        if self.barriers and not kernel:
+            raise UnsupportedSyntax(f"__syncthreads() in the __device__ function {name}: call it in the kernel "
+                                    "itself", line)
+        fn.python = "\n".join(self.lines)
+        fn.barriers = self.barriers
+        return fn
+
+    def parameters(self, func: c_ast.FuncDecl, line: int) -> tuple[list[tuple[str, CType]], set[str]]:
+        """A function's parameters with their C types, and the names of those that point to const."""
         params: list[tuple[str, CType]] = []
         const: set[str] = set()
         for p in func.args.params if func.args else []:
@@ -211,21 +276,7 @@ class _Translator:
             if ptype.pointer and "const" in (getattr(p.type.type, "quals", None) or []):
                 const.add(p.name)
             params.append((p.name, ptype))
-        fn = Function(name, params, "", kernel, False, self.returns, const=const)
-        self.functions[name] = fn  # recursion finds itself
-        args = [self.declare(pname, ptype, line) for pname, ptype in params]
-        self.emit(0, f"def {fn_name(name)}(_c, _b{''.join(', ' + a for a in args)}):")
-        self.emit(1, "_m = _rv = None")
-        self.block(node.body, 1)
-        if self.returns.name != "void":
-            self.emit(1, f"_fell_off(_c, {MASK})")
-        self.emit(1, "return _rv")
-        if self.barriers and not kernel:
-            raise UnsupportedSyntax(f"__syncthreads() in the __device__ function {name}: call it in the kernel "
-                                    "itself", line)
-        fn.python = "\n".join(self.lines)
-        fn.barriers = self.barriers
-        return fn
+        return params, const
 
     def block(self, node: c_ast.Node | None, depth: int) -> None:
         self.scopes.append({})
@@ -356,8 +407,11 @@ class _Translator:
                 raise CudaCError("a kernel (or void function) returns no value: write return;", line)
             value = self.convert(node.expr, self.returns, line)
             self.tick(depth)
-            self.emit(depth, f"_rv = _set(_rv, {value}, _eff({MASK}), None)")  # returned lanes keep theirs
+            setter = "_vset" if vectors.is_vector(self.returns) else "_set"
+            self.emit(depth, f"_rv = {setter}(_rv, {value}, _eff({MASK}), None)")  # returned lanes keep theirs
         self.emit(depth, "_b = _kill(_m, _b)")
+        if self.kernel:
+            self.emit(depth, "_c.alive = _b")  # for warp primitives: a lane that has exited may be named
         self.emit(depth, "if not _any(_b):")
         self.emit(depth + 1, "return _rv")
         self.emit(depth, "_m = _c.none")
@@ -366,36 +420,89 @@ class _Translator:
         line = node.coord.line
         if isinstance(node.type, c_ast.FuncDecl):
             raise UnsupportedSyntax("a function declared inside a function", line)
-        ctype = self.ctype(node.type, line)
-        if ctype.name == "void" and not ctype.pointer:
-            raise CudaCError(f"{node.name} cannot be void", line)
-        shared = "static" in (node.storage or [])
-        if ctype.dims:
-            if node.init is not None:
-                raise UnsupportedSyntax("an array with an initializer", line)
-            ctype = CType(ctype.name, dims=ctype.dims, shared=shared)
-            py = self.declare(node.name, ctype, line)
-            kind = "shared" if shared else "local"
-            where = f", {line}" if shared else ""  # one array per declaration, even of the same name and size
-            self.emit(depth, f"{py} = _c.{kind}({node.name!r}, {ctype.name!r}, {ctype.dims!r}{where})")
+        if "register" in (node.storage or []):
+            raise UnsupportedSyntax("__constant__ inside a function: declare it at file scope", line)
+        if _is_array(node.type):
+            self.array(node, depth, line)
             return
-        if shared:
+        ctype = self.declared_type(node, line)
+        if "static" in (node.storage or []):
             raise UnsupportedSyntax("a __shared__ variable that is not an array: declare an array of one "
                                     f"(__shared__ {ctype} {node.name}[1];)", line)
         if node.init is None:
             py = self.declare(node.name, ctype, line, unset=True)
-            self.emit(depth, f"{py} = _Unset({node.name!r}, {line})")  # using it before a value is reported
+            self.emit(depth, f"{py} = {vectors.unset(ctype, node.name, line)}")  # a read before a value: reported
             return
         if isinstance(node.init, c_ast.InitList):
-            raise UnsupportedSyntax("an initializer list { ... }", line)
+            raise UnsupportedSyntax("an initializer list { ... } for a variable that is not an array", line)
         value = self.convert(node.init, ctype, line)
         py = self.declare(node.name, ctype, line)
+        if "const" in (node.quals or []) and not ctype.pointer:
+            self.scopes[-1][node.name].const = True
         if "const" in (node.quals or []) and is_int(ctype):
             known = self.known(value)
             if known is not None:  # const int TILE = 16: usable as an array size, as in C++
                 self.constants[py] = known
         self.emit(depth, f"{py} = {value}")  # a new variable: its inactive lanes are never read
         self.tick(depth)
+
+    def declared_type(self, node: c_ast.Decl, line: int) -> CType:
+        """A variable's type: as written, or its value's for `auto`."""
+        ctype = self.ctype(node.type, line)
+        if ctype.name == "__auto":
+            if node.init is None or isinstance(node.init, c_ast.InitList):
+                raise CudaCError(f"auto {node.name} needs a value to take its type from (auto x = 1.0f;)", line)
+            ctype = self.type_of(node.init)
+        if ctype.name == "void" and not ctype.pointer:
+            raise CudaCError(f"{node.name} cannot be void", line)
+        return ctype
+
+    def array(self, node: c_ast.Decl, depth: int, line: int) -> None:
+        """A local or __shared__ array (extern __shared__: its size given at launch, shared_mem=)."""
+        storage = node.storage or []
+        shared = "static" in storage
+        if "extern" in storage:
+            if not shared or not isinstance(node.type, c_ast.ArrayDecl) or node.type.dim is not None:
+                raise UnsupportedSyntax("extern in a function: the executor takes extern __shared__ T name[];", line)
+            element = self.ctype(node.type.type, line)
+            if element.pointer or element.dims or element.name in VECTORS:
+                raise UnsupportedSyntax("an extern __shared__ array of pointers, arrays or vectors", line)
+            ctype = CType(element.name, dims=(0,), shared=True)
+            py = self.declare(node.name, ctype, line)
+            self.emit(depth, f"{py} = _c.dynamic_shared({node.name!r}, {element.name!r}, {line})")
+            return
+        ctype = self.ctype(node.type, line)
+        if ctype.name in VECTORS:
+            raise UnsupportedSyntax(f"an array of {ctype.name}: load vectors through a pointer "
+                                    "(reinterpret_cast<float4*>(p)[i])", line)
+        ctype = CType(ctype.name, dims=ctype.dims, shared=shared)
+        py = self.declare(node.name, ctype, line)
+        kind = "shared" if shared else "local"
+        where = f", {line}" if shared else ""  # one array per declaration, even of the same name and size
+        self.emit(depth, f"{py} = _c.{kind}({node.name!r}, {ctype.name!r}, {ctype.dims!r}{where})")
+        if node.init is None:
+            return
+        if shared:
+            raise CudaCError("a __shared__ array cannot have an initial value (NVRTC: initializer not allowed for "
+                             "__shared__ variable): set it in the kernel, then __syncthreads()", line)
+        values = self.initial_values(node.init, ctype, line)
+        self.emit(depth, f"_c.fill({py}, [{', '.join(values)}], {MASK})")
+        self.tick(depth)
+
+    def initial_values(self, init: c_ast.Node, ctype: CType, line: int) -> list[str]:
+        """An array's initialiser ({1, 2, 3}, {{1, 2}, {3, 4}}, {0}) flattened, the rest zero as C has it."""
+        if not isinstance(init, c_ast.InitList):
+            raise CudaCError("an array is set with { ... }: float a[3] = {1.0f, 2.0f, 3.0f};", line)
+        inner = ctype.dims[1:]
+        if len(init.exprs) > ctype.dims[0]:
+            raise CudaCError(f"{len(init.exprs)} initial values for an array of {ctype.dims[0]}", line)
+        values: list[str] = []
+        for item in init.exprs:
+            if inner:
+                values += self.initial_values(item, CType(ctype.name, dims=inner), line)
+            else:
+                values.append(self.convert(item, CType(ctype.name), line))
+        return values + ["0"] * (math.prod(ctype.dims) - len(values))
 
     # -------------------------------------------------------------------- expressions with side effects
 
@@ -418,6 +525,7 @@ class _Translator:
             raise CudaCError("an array cannot be assigned as a whole; assign its elements", line)
         if op == "=":
             return self.convert(value, ttype, line), ttype
+        vectors.scalar_only(ttype, op, line)
         if has_side_effects(target):  # the target is read and then written: its index would run twice
             raise UnsupportedSyntax(f"a compound assignment ({op}) whose target changes something itself "
                                     "(such as x[i++] += 1): do the ++ on a line of its own", line)
@@ -429,14 +537,38 @@ class _Translator:
         if self.lambdas:
             raise UnsupportedSyntax("an assignment, ++ or -- inside ?:, && or ||: only some threads would run "
                                     "it; write an if", line)
-        rhs, _ = self.assign_value(target, op, value, line)
+        self.writable(target, line)
+        rhs, ttype = self.assign_value(target, op, value, line)
+        if isinstance(target, c_ast.StructRef):
+            return vectors.assign_member(self, target, rhs, line)
         if isinstance(target, c_ast.ID):
             var = self.lookup(target.name, line)
-            return f"{var.py} = _set({var.py}, {rhs}, {self.mask})"
+            setter = "_vset" if vectors.is_vector(var.type) else "_set"
+            return f"{var.py} = {setter}({var.py}, {rhs}, {self.mask})"
         if isinstance(target, c_ast.ArrayRef | c_ast.UnaryOp):
             kind, base, index = self.address(target, line)
+            if kind == "row":
+                raise CudaCError("an array cannot be assigned as a whole; assign its elements", line)
+            if vectors.is_vector(ttype):
+                return f"_c.stv({base}, {index}, {rhs}, {vectors.width(ttype)}, {line}, {self.mask})"
             return f"_c.st{kind}({base}, {index}, {rhs}, {line}, {self.mask})"
         raise UnsupportedSyntax(f"assigning to {type(target).__name__}", line)
+
+    def writable(self, target: c_ast.Node, line: int | None) -> None:
+        """A CudaCError for an assignment to a constant: a template argument, a file-scope const, __constant__."""
+        base = target
+        while isinstance(base, c_ast.ArrayRef):
+            base = base.name
+        if not isinstance(base, c_ast.ID):
+            return
+        var = self.lookup(base.name, line)
+        if var.const and var.type.pointer:
+            raise CudaCError(f"{base.name} is __constant__ memory: kernels only read it (NVRTC warns \"Cannot store "
+                             "to pointer that points to constant memory space\"); the host fills it "
+                             f"(RawModule.get_global('{base.name}'))", line)
+        if var.const:
+            raise CudaCError(f"{base.name} is const (a const variable, a template argument or a file-scope "
+                             "constant): it cannot be assigned", line)
 
     def address(self, node: c_ast.Node, line: int | None) -> tuple[str, str, str]:
         """('' for a pointer, 'a' for an array; the pointer or array; the index) of p[i], tile[y][x] or *p."""
@@ -456,10 +588,11 @@ class _Translator:
                 raise UnsupportedSyntax("p[i][j] on a pointer: index a flat array with p[i * width + j]", line)
             return "", code, self.index(indices[0], line)
         if btype.dims:
-            if len(indices) != len(btype.dims):
-                raise CudaCError(f"the array has {len(btype.dims)} dimension(s); index all of them", line)
-            parts = ", ".join(self.index(i, line) for i in indices)
-            return "a", code, f"({parts},)"
+            if len(indices) > len(btype.dims):
+                raise CudaCError(f"the array has {len(btype.dims)} dimension(s); got {len(indices)} indices", line)
+            parts = [self.index(i, line) for i in indices] + ["0"] * (len(btype.dims) - len(indices))
+            kind = "a" if len(indices) == len(btype.dims) else "row"  # tile[i] of tile[16][16]: a row
+            return kind, code, f"({', '.join(parts)},)"
         raise CudaCError("[] on something that is neither a pointer nor an array", line)
 
     def index(self, node: c_ast.Node, line: int | None) -> str:
@@ -479,6 +612,13 @@ class _Translator:
 
     def truth(self, node: c_ast.Node, line: int | None) -> tuple[str, CType]:
         """`node` as C's truth value, per lane: comparisons and logic directly, anything else compared with 0."""
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("==", "!=") and "__nullptr" in (
+                _name(node.left), _name(node.right)):
+            other = node.right if _name(node.left) == "__nullptr" else node.left
+            code, ctype = self.expr(other)
+            if not ctype.pointer:
+                raise CudaCError(f"comparing a {ctype} with nullptr: only pointers can be null", line)
+            return f"{'' if node.op == '==' else '_not'}(_isnull({code}))", INT
         if isinstance(node, c_ast.BinaryOp) and node.op in _COMPARISONS:
             a, b, _ = self.operands(node, line)
             return f"({a} {node.op} {b})", INT
@@ -515,14 +655,27 @@ class _Translator:
         return self.cast(code, ctype, to, line)
 
     def cast(self, code: str, frm: CType, to: CType, line: int | None) -> str:
+        if frm == NULLPTR and to.pointer:
+            return code
+        if frm.dims and to.pointer and to.name == frm.name:
+            return f"_c.decay({code})"  # an array passed where a pointer is wanted: its first element's address
         if to.pointer or frm.pointer:
             if to.pointer and frm.pointer and to.name == frm.name:
                 return code
+            if to.pointer and frm.pointer:
+                return vectors.pointer_cast(code, frm, to, line, self.mask)
             raise UnsupportedSyntax(f"converting {frm} to {to}", line)
+        if vectors.is_vector(frm) or vectors.is_vector(to):
+            if frm == to:
+                return code
+            raise CudaCError(f"converting {frm} to {to}: CUDA has no such conversion; convert member by member",
+                             line)
         if frm.dims:
             raise UnsupportedSyntax(f"using the array as a {to}", line)
+        if to.name == "void":
+            return code  # (void)x: the value is thrown away
         if frm.name == "void":
-            raise CudaCError("a void function's result has no value", line)
+            raise CudaCError("a void value (a void function's result, or (void)x) has no value", line)
         if frm == to:
             return code
         return f"_to_{_id(to.name)}({code})"
@@ -540,14 +693,16 @@ class _Translator:
         if isinstance(node, c_ast.ID):
             return self.identifier(node, line)
         if isinstance(node, c_ast.StructRef):
-            base = _name(node.name)
-            if base not in BUILTINS or node.type != "." or node.field.name not in ("x", "y", "z"):
-                raise UnsupportedSyntax("members other than threadIdx / blockIdx / blockDim / gridDim .x .y .z",
-                                        line)
-            return f"_c.{BUILTINS[base]}{node.field.name}", UINT
+            return self.member(node, line)
         if isinstance(node, c_ast.ArrayRef) or (isinstance(node, c_ast.UnaryOp) and node.op == "*"):
             kind, base, index = self.address(node, line)
-            return f"_c.ld{kind}({base}, {index}, {line}, {self.mask})", self.element_type(node)
+            if kind == "row":  # a row of a 2-D array, used as a pointer to its first element
+                return f"_c.ref({base}, {index}, {line}, {self.mask})", CType(self.element_type(node).name,
+                                                                               pointer=True)
+            etype = self.element_type(node)
+            if vectors.is_vector(etype):
+                return f"_c.ldv({base}, {index}, {vectors.width(etype)}, {line}, {self.mask})", etype
+            return f"_c.ld{kind}({base}, {index}, {line}, {self.mask})", etype
         if isinstance(node, c_ast.Cast):
             to = self.ctype(node.to_type.type, line)
             return self.convert(node.expr, to, line), to
@@ -570,9 +725,20 @@ class _Translator:
             raise UnsupportedSyntax("the comma operator (a, b): write two statements", line)
         raise UnsupportedSyntax(f"the expression {type(node).__name__}", line)
 
+    def member(self, node: c_ast.StructRef, line: int | None) -> tuple[str, CType]:
+        """threadIdx.x and the other built-ins' members, or a vector's (v.x)."""
+        base = _name(node.name)
+        if base not in BUILTINS:
+            return vectors.member(self, node, line)
+        if node.type != "." or node.field.name not in ("x", "y", "z"):
+            raise CudaCError(f"{base} has members .x, .y and .z", line)
+        return f"_c.{BUILTINS[base]}{node.field.name}", UINT
+
     def identifier(self, node: c_ast.ID, line: int | None) -> tuple[str, CType]:
         if node.name in ("true", "false"):
             return ("1" if node.name == "true" else "0"), BOOL
+        if node.name == "__nullptr":  # C++'s nullptr: a pointer to nothing
+            return "None", NULLPTR
         if node.name in BUILTINS:
             raise CudaCError(f"{node.name} has parts .x, .y and .z: write {node.name}.x", line)
         var = self.lookup(node.name, line)
@@ -605,18 +771,19 @@ class _Translator:
             ctype = self.ctype(node.expr.type, line) if isinstance(node.expr, c_ast.Typename) else None
             if ctype is None:
                 raise UnsupportedSyntax("sizeof of an expression: write sizeof(float)", line)
-            size = {"bool": 1, "int": 4, "unsigned int": 4, "long long": 8, "unsigned long long": 8, "float": 4,
-                    "double": 8}[ctype.name]
-            return str(size), CType("unsigned long long")
+            if ctype.name in ("void", "__auto") and not ctype.pointer:
+                raise CudaCError(f"sizeof({ctype.name}): it has no size (NVRTC: incomplete type)", line)
+            return str(8 if ctype.pointer else size_of(ctype.name) * math.prod(ctype.dims)), \
+                CType("unsigned long long")
         if op == "&":
             if not isinstance(node.expr, c_ast.ArrayRef):
                 raise UnsupportedSyntax("& of anything but an array element (&a[i])", line)
             kind, base, index = self.address(node.expr, line)
-            if kind:
-                raise UnsupportedSyntax("& of a shared or local array's element: use atomicAdd on global memory",
-                                        line)
-            return f"_offset(_c, {base}, {index}, {line}, {self.mask})", \
-                CType(self.element_type(node.expr).name, pointer=True)
+            if kind:  # &tile[i][j]: a pointer into a shared or local array
+                return f"_c.ref({base}, {index}, {line}, {self.mask})", \
+                    CType(self.element_type(node.expr).name, pointer=True)
+            ptype = CType(self.element_type(node.expr).name, pointer=True)
+            return f"_offset(_c, {base}, {_scaled(index, ptype)}, {line}, {self.mask})", ptype
         if op in ("p++", "++", "p--", "--"):
             return self.increment(node, line)
         if op == "!":
@@ -657,6 +824,10 @@ class _Translator:
     def common(self, op: str, left: tuple[str, CType], right: tuple[str, CType],
                line: int | None) -> tuple[str, str, CType]:
         (a, at), (b, bt) = left, right
+        if "void" in (at.name, bt.name) and not (at.pointer or bt.pointer):
+            raise CudaCError(f"{op} on a void value (a void function's result, or (void)x): it has no value", line)
+        vectors.scalar_only(at, op, line)
+        vectors.scalar_only(bt, op, line)
         if at.pointer or bt.pointer:
             raise UnsupportedSyntax(f"the pointer arithmetic {op} (only pointer + or - a whole number)", line)
         if at.dims or bt.dims:
@@ -671,9 +842,9 @@ class _Translator:
             return f"_i({code})", INT
         (a, at), (b, bt) = left, right = self.expr(node.left), self.expr(node.right)
         if op in ("+", "-") and at.pointer and is_int(bt):
-            return f"_offset(_c, {a}, {b}, {line}, {self.mask}{', -1' if op == '-' else ''})", at
+            return f"_offset(_c, {a}, {_scaled(b, at)}, {line}, {self.mask}{', -1' if op == '-' else ''})", at
         if op == "+" and bt.pointer and is_int(at):
-            return f"_offset(_c, {b}, {a}, {line}, {self.mask})", bt
+            return f"_offset(_c, {b}, {_scaled(a, bt)}, {line}, {self.mask})", bt
         if op in ("<<", ">>"):
             return self.shift(op, left, right, line)
         a, b, rt = self.common(op, left, right, line)
@@ -713,27 +884,100 @@ class _Translator:
         args = node.args.exprs if node.args is not None else []
         if name == "__syncthreads":
             raise UnsupportedSyntax("__syncthreads() inside an expression: make it a statement of its own", line)
+        if name in self.unit.calls:  # f<float, 4>(...)
+            template, texts = self.unit.calls[name]
+            arguments = self.unit.template_arguments(texts, self, line)
+            return self.call_function(self.unit.instance(template, arguments, line), args, line)
+        if name in self.unit.templates:  # f(x) of a template f: its arguments deduced from x
+            return self.call_function(self.unit.instance(name, self.deduce(name, args, line), line), args, line)
         if name in self.functions:  # the learner's own __device__ max or expf is called, as nvcc calls it
-            fn = self.functions[name]
-            if fn.kernel:
-                raise UnsupportedSyntax(f"calling the kernel {name} from a kernel (dynamic parallelism)", line)
-            self.arity(name, args, len(fn.params), line)
-            converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
-            return f"{fn_name(name)}(_c, _eff({self.mask}){''.join(', ' + c for c in converted)})", fn.returns
+            return self.call_function(self.functions[name], args, line)
+        if name in warp.TRANSLATE:
+            return warp.TRANSLATE[name](self, args, line)
+        if name.startswith("make_") and name[5:] in VECTORS:
+            return vectors.make(self, name, args, line)
+        if name in BIT_CASTS:
+            frm, to = BIT_CASTS[name]
+            self.arity(name, args, 1, line)
+            return f"_bits({self.convert(args[0], frm, line)}, {DTYPES[frm.name]!r}, {DTYPES[to.name]!r})", to
+        if name == "printf":
+            return self.printf(args, line)
+        if name == "assert":
+            self.arity(name, args, 1, line)
+            return f"_c.check({self.condition(args[0], line)}, {line}, {self.mask})", CType("void")
         if name in MATH or name in MATH2:
             return self.math(name, args, line)
+        if name in FMA:
+            self.arity(name, args, 3, line)
+            t = FMA[name]
+            self.flops += 2
+            a, b, c = (self.convert(x, t, line) for x in args)
+            return f"_fma({a}, {b}, {c})", t
         if name in ("min", "max", "abs"):
             return self.min_max_abs(name, args, line)
         if name in ATOMICS:
-            self.arity(name, args, 2, line)
-            ptr, ptype = self.expr(args[0])
-            if not ptype.pointer:
-                raise CudaCError(f"{name}'s first argument is an address: &a[i]", line)
-            value = self.convert(args[1], ptype.scalar, line)
-            return f"_c.atomic({name!r}, {ptr}, {value}, {line}, {self.mask})", ptype.scalar
+            return self.atomic(name, args, line)
         raise UnsupportedSyntax(f"the function {name}(): the CPU executor knows the common math functions "
                                 "(expf, sqrtf, fmaxf, ...), min, max, abs, atomicAdd and your __device__ "
                                 "functions defined above it", line)
+
+    def atomic(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """atomicAdd(&a[i], v) and the others, atomicCAS(&a[i], compare, v) too, on global, shared or local memory:
+        the element's old value."""
+        self.arity(name, args, 3 if name == "atomicCAS" else 2, line)
+        ptr, ptype = self.expr(args[0])
+        if ptype.dims:  # atomicAdd(s, 1) of an array s: its first element
+            ptr, ptype = self.cast(ptr, ptype, CType(ptype.name, pointer=True), line), CType(ptype.name, pointer=True)
+        if not ptype.pointer:
+            raise CudaCError(f"{name}'s first argument is an address: &a[i]", line)
+        etype = ptype.scalar
+        unsigned = name in ("atomicInc", "atomicDec")
+        if name in INTEGER_ATOMICS and (not is_int(etype) or (unsigned and etype != UINT)):
+            raise CudaCError(f"{name} works on {'unsigned int' if unsigned else 'whole numbers'}; this address "
+                             f"points to a {etype}", line)
+        values = [self.convert(a, etype, line) for a in args[1:]]
+        compare = f", compare={values[0]}" if name == "atomicCAS" else ""
+        return f"_c.atomic({name!r}, {ptr}, {values[-1]}, {line}, {self.mask}{compare})", etype
+
+    def printf(self, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """printf("format", values...): each active thread's line, in thread order (the format goes to the
+        runtime as a Python string literal, never as code)."""
+        if not args or not isinstance(args[0], c_ast.Constant) or args[0].type != "string":
+            raise CudaCError("printf's first argument is a format in quotes: printf(\"%d\\n\", i);", line)
+        values = []
+        for arg in args[1:]:
+            code, ctype = self.expr(arg)
+            if ctype.pointer or ctype.dims or vectors.is_vector(ctype) or ctype.name == "void":
+                raise UnsupportedSyntax(f"printing a {ctype}: the executor prints numbers", line)
+            values.append(self.cast(code, ctype, DOUBLE, line) if ctype == FLOAT else code)
+        return f"_c.printf({args[0].value!r}, ({''.join(v + ', ' for v in values)}), {line}, {self.mask})", INT
+
+    def call_function(self, fn: Function, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """A call of one of the source's functions (or a template's instance)."""
+        if fn.kernel:
+            raise UnsupportedSyntax(f"calling the kernel {fn.name} from a kernel (dynamic parallelism)", line)
+        self.arity(fn.name, args, len(fn.params), line)
+        converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
+        return f"{fn.py_name}(_c, _eff({self.mask}){''.join(', ' + c for c in converted)})", fn.returns
+
+    def deduce(self, name: str, args: list[c_ast.Node], line: int | None) -> list[CType | int]:
+        """Template `name`'s type arguments from the types of a call's arguments (f(x) with x a float: T = float)."""
+        node, params = self.unit.templates[name]
+        decls = node.decl.type.args.params if node.decl.type.args else []
+        found: dict[str, CType] = {}
+        for decl, arg in zip(decls, args, strict=False):
+            inner, pointer = decl.type, False
+            if isinstance(inner, c_ast.PtrDecl):
+                inner, pointer = inner.type, True
+            words = getattr(getattr(inner, "type", None), "names", [])
+            if len(words) == 1 and words[0] not in found:
+                atype = self.type_of(arg)
+                found[words[0]] = CType(atype.name) if pointer or not atype.pointer else atype
+        missing = [p.name for p in params if p.name not in found or p.kind != "type"]
+        if missing:
+            raise CudaCError(f"the template arguments of {name} ({', '.join(missing)}) cannot be told from the call: "
+                             f"give them, {name}<...>(...)", line)
+        return [found[p.name] for p in params]
 
     def math(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """A math function. CUDA compiles C++: exp(x), pow(x, y), ... of floats call the float overloads, as
@@ -766,6 +1010,17 @@ class _Translator:
 
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+NULLPTR = CType("void", pointer=True)
+
+
+def _scaled(index: str, ptype: CType) -> str:
+    """A pointer offset in elements of the memory: p4 + i moves 4 floats per float4."""
+    n = vectors.width(ptype)
+    return index if n == 1 else f"({index}) * {n}"
+
+
+def _is_array(node: c_ast.Node) -> bool:
+    return isinstance(node, c_ast.ArrayDecl)
 
 
 def _lambda(k: int, code: str, flops: int) -> str:
@@ -784,12 +1039,19 @@ MAX_DIGITS = 60
 
 def _constant(node: c_ast.Constant, line: int | None) -> tuple[str, CType]:
     text = node.value
+    if node.type == "char" or text.startswith("'"):
+        return _character(text, line)
+    text = text.replace("'", "")  # C++14's digit separators: 1'000
     if node.type in ("float", "double"):
         digits = text.rstrip("fF" if node.type == "float" else "lL")
         if len(digits) > MAX_DIGITS:
             raise CudaCError(f"a number of {len(digits):,} characters: write at most {MAX_DIGITS}", line)
         if digits.lower().startswith("0x"):  # a hexadecimal float, 0x1p3f = 8.0f
-            digits = repr(float.fromhex(digits))
+            try:
+                digits = repr(float.fromhex(digits))
+            except OverflowError:
+                raise CudaCError(f"the number {text[:30]} is out of range for a {node.type} (NVRTC: floating "
+                                 "constant is out of range)", line) from None
         return (f"_f32({digits!r})", FLOAT) if node.type == "float" else (f"_f64({digits!r})", DOUBLE)
     if node.type in ("int", "unsigned int", "long int", "unsigned long int", "long long int",
                      "unsigned long long int"):
@@ -809,17 +1071,26 @@ def _constant(node: c_ast.Constant, line: int | None) -> tuple[str, CType]:
             if (-(2 ** (bits - 1)) if signed else 0) <= value < 2 ** (bits - (1 if signed else 0)):
                 return str(value), CType(name)
         raise CudaCError(f"the number {text} is too large for any integer type", line)
-    if node.type == "char":
-        raise UnsupportedSyntax("characters ('a'): the executor runs numbers only", line)
     raise UnsupportedSyntax(f"the constant {text}", line)
+
+
+def _character(text: str, line: int | None) -> tuple[str, CType]:
+    """A character constant ('A', '\\n') as its code, of type char (as in C++)."""
+    body = text[1:-1]
+    value = _ESCAPES.get(body, ord(body) if len(body) == 1 and body != "\\" else None)
+    if value is None or value > 127:
+        raise UnsupportedSyntax(f"the character {text[:12]}: the executor reads one ASCII character or a simple "
+                                "escape ('\\n', '\\0')", line)
+    return str(value), CType("char")
+
+
+#: Character escapes ('\n') and their codes.
+_ESCAPES = {"\\n": 10, "\\t": 9, "\\r": 13, "\\0": 0, "\\\\": 92, "\\'": 39, '\\"': 34, "\\a": 7, "\\b": 8,
+            "\\f": 12, "\\v": 11}
 
 
 def _name(node: c_ast.Node) -> str:
     return node.name if isinstance(node, c_ast.ID) else type(node).__name__
-
-
-def fn_name(name: str) -> str:
-    return f"fn_{name}"
 
 
 def _id(type_name: str) -> str:
@@ -844,42 +1115,3 @@ TOO_DEEP = ("this kernel nests deeper than the CPU executor can follow (Python's
             "than about 100 terms or brackets, or blocks nested about 20 deep. Split the expression with "
             "temporary variables (float s1 = a + b + ...; float s2 = ...;), or move inner loops into a "
             "__device__ function")
-
-
-def translate(source: str) -> tuple[dict[str, Function], list[str]]:
-    """Every function of `source` translated, in order, and the names of its kernels (__global__)."""
-    try:
-        return _translate(source)
-    except RecursionError:
-        raise CudaCError(TOO_DEEP) from None
-
-
-def _translate(source: str) -> tuple[dict[str, Function], list[str]]:
-    tree, kernels, exported = parse(source)
-    functions: dict[str, Function] = {}
-    typedefs: dict[str, CType] = {}
-    for item in tree.ext:
-        line = item.coord.line if item.coord else None
-        if isinstance(item, c_ast.Typedef):
-            if line != 1 or item.name not in PRELUDE_TYPES:  # typedef float T; (a type placeholder)
-                ctype = _Translator(functions, False, typedefs).ctype(item.type, line)
-                if ctype.pointer or ctype.dims:
-                    raise UnsupportedSyntax("a typedef of a pointer or an array", line)
-                typedefs[item.name] = ctype
-            continue
-        if isinstance(item, c_ast.FuncDef):
-            name = item.decl.name
-            if name in functions:
-                raise CudaCError(f"the function {name} is defined twice", line)
-            functions[name] = _Translator(functions, name in kernels, typedefs).function(item, name in kernels)
-            functions[name].exported = name in exported
-        elif isinstance(item, c_ast.Decl) and isinstance(item.type, c_ast.FuncDecl):
-            continue  # a prototype
-        elif isinstance(item, c_ast.Pragma):
-            continue
-        else:
-            raise UnsupportedSyntax(f"{type(item).__name__} outside a function (global variables): pass the "
-                                    "value as a kernel argument or #define it", line)
-    if not kernels:
-        raise CudaCError("no kernel found: a kernel starts with extern \"C\" __global__ void name(...)")
-    return functions, kernels

@@ -1,0 +1,180 @@
+"""The C++ that CUDA tutorials write, lowered to the C the executor's parser (pycparser) reads: template headers
+recorded and removed, calls with template arguments named by placeholders, C++ casts made C casts, and C++ words
+(`constexpr`, `auto`, `nullptr`, `__restrict__`, `__launch_bounds__`) made C's. Lines keep their numbers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .errors import UnsupportedSyntax
+
+
+@dataclass(frozen=True)
+class TemplateParam:
+    """One template parameter: `typename T` (kind "type") or `int N` (kind "value", with its type's words)."""
+
+    name: str
+    kind: str
+    type: str = ""
+
+
+@dataclass
+class Lowered:
+    """The lowered text; each template function's parameters by name; each call with template arguments, by the
+    placeholder name that stands for it in the text (-> the template's name and its arguments as text)."""
+
+    text: str
+    templates: dict[str, list[TemplateParam]] = field(default_factory=dict)
+    calls: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+
+    @property
+    def type_names(self) -> set[str]:
+        """The names of every template type parameter (the parser must know them as type names)."""
+        return {p.name for params in self.templates.values() for p in params if p.kind == "type"}
+
+
+_NAME = r"[A-Za-z_]\w*"
+#: C++ words and CUDA annotations with a C spelling (or none: removed).
+_WORDS = {"constexpr": "const", "__restrict__": "restrict", "__restrict": "restrict", "auto": "__auto",
+          "nullptr": "__nullptr", "__forceinline__": "", "__noinline__": "", "__inline__": "", "inline": ""}
+
+
+def line_of(text: str, at: int) -> int:
+    return text.count("\n", 0, at) + 1
+
+
+def closing(text: str, at: int, line: int) -> int:
+    """The index just past the bracket that closes the one at text[at] ('(' or '<'): angle brackets count only
+    outside parentheses, so `f<(N > 2)>` closes where C++ does."""
+    opener = text[at]
+    depth, parens = 0, 0
+    for i in range(at, len(text)):
+        ch = text[i]
+        if ch in "([{":
+            parens += 1
+        elif ch in ")]}":
+            parens -= 1
+            if parens < 0:
+                break
+        if opener == "(" and parens == 0 and ch == ")":
+            return i + 1
+        if opener == "<" and parens == 0 and ch in "<>":
+            depth += 1 if ch == "<" else -1
+            if depth == 0:
+                return i + 1
+        if ch == ";" and parens == 0:
+            break
+    raise UnsupportedSyntax(f"the {opener!r} here is never closed", line)
+
+
+def split_arguments(text: str) -> list[str]:
+    """A template's or call's arguments, split at their top-level commas."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "(<[{"
+        depth -= ch in ")>]}"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    last = text[start:].strip()
+    return [*parts, last] if last or parts else []
+
+
+def _blank(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _template_params(inner: str, line: int) -> list[TemplateParam]:
+    params = []
+    for part in split_arguments(inner):
+        if "=" in part:
+            raise UnsupportedSyntax(f"a template parameter with a default ({part}): give every argument in the "
+                                    "name expression", line)
+        match = re.fullmatch(rf"(typename|class)\s+({_NAME})", part)
+        if match:
+            params.append(TemplateParam(match.group(2), "type"))
+            continue
+        match = re.fullmatch(rf"((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long long|long|short|char|bool|"
+                             rf"unsigned|size_t))\s+({_NAME})", part)
+        if not match:
+            raise UnsupportedSyntax(f"the template parameter {part!r}: the executor takes `typename T` and whole "
+                                    "numbers (`int N`)", line)
+        params.append(TemplateParam(match.group(2), "value", match.group(1).replace("const", "").strip()))
+    if not params:
+        raise UnsupportedSyntax("template<> (an explicit specialisation): write a separate function", line)
+    return params
+
+
+def _templates(text: str, lowered: Lowered) -> str:
+    """Every `template <...>` header recorded for the function after it, and blanked."""
+    while match := re.search(r"(?<!\w)template\s*<", text):
+        line = line_of(text, match.start())
+        end = closing(text, match.end() - 1, line)
+        params = _template_params(text[match.end():end - 1], line)
+        name = re.match(rf"[^;{{(]*?({_NAME})\s*\(", text[end:])
+        if not name:
+            raise UnsupportedSyntax("a template that is not a function (a class or a variable template)", line)
+        if name.group(1) in lowered.templates:
+            raise UnsupportedSyntax(f"two templates named {name.group(1)} (overloads)", line)
+        lowered.templates[name.group(1)] = params
+        text = text[:match.start()] + _blank(text[match.start():end]) + text[end:]
+    return text
+
+
+def _calls(text: str, lowered: Lowered) -> str:
+    """Each `name<args>(` of a template function: `name<args>` becomes a placeholder name (padded, so that the
+    columns after it stay where they were when it is shorter)."""
+    for name in lowered.templates:
+        pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\s*<")
+        while match := pattern.search(text):
+            line = line_of(text, match.start())
+            end = closing(text, match.end() - 1, line)
+            if not re.match(r"\s*\(", text[end:]):
+                raise UnsupportedSyntax(f"{name}<...> not followed by a call", line)
+            placeholder = f"{name}__t{len(lowered.calls)}"
+            lowered.calls[placeholder] = (name, split_arguments(text[match.end():end - 1]))
+            text = text[:match.start()] + placeholder.ljust(end - match.start()) + text[end:]
+    return text
+
+
+def _casts(text: str) -> str:
+    """static_cast<T>(e), reinterpret_cast and const_cast as C casts ((T)(e)); dynamic_cast refused."""
+    while match := re.search(r"(?<!\w)(static_cast|reinterpret_cast|const_cast|dynamic_cast)\s*<", text):
+        line = line_of(text, match.start())
+        if match.group(1) == "dynamic_cast":
+            raise UnsupportedSyntax("dynamic_cast: kernels have no classes to cast between", line)
+        end = closing(text, match.end() - 1, line)
+        paren = re.match(r"\s*\(", text[end:])
+        if not paren:
+            raise UnsupportedSyntax(f"{match.group(1)}<...> needs its argument in brackets", line)
+        close = closing(text, end + paren.end() - 1, line)
+        type_text = text[match.end():end - 1]
+        argument = text[end + paren.end():close - 1]
+        text = f"{text[:match.start()]}(({type_text})({argument})){text[close:]}"
+    return text
+
+
+def _launch_bounds(text: str) -> str:
+    while match := re.search(r"(?<!\w)__launch_bounds__\s*\(", text):
+        end = closing(text, match.end() - 1, line_of(text, match.start()))
+        text = text[:match.start()] + _blank(text[match.start():end]) + text[end:]
+    return text
+
+
+def lower(text: str) -> Lowered:
+    """`text` (comments and directives gone) as C that pycparser reads, and what the templates were."""
+    lowered = Lowered(text)
+    text = _launch_bounds(text)
+    text = _templates(text, lowered)
+    for word in ("class", "typename", "template"):
+        if match := re.search(rf"(?<![\w.]){word}(?!\w)", text):
+            raise UnsupportedSyntax(f"{word!r} outside a function template's parameters (classes and class "
+                                    "templates are not in the subset the CPU executor runs)",
+                                    line_of(text, match.start()))
+    text = _casts(text)
+    text = _calls(text, lowered)
+    for word, replacement in _WORDS.items():
+        text = re.sub(rf"(?<![\w.]){word}(?!\w)", replacement, text)
+    lowered.text = text
+    return lowered
