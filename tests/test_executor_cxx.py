@@ -411,3 +411,113 @@ def test_warp_synchronous_code_without_syncwarp_is_a_race_that_names_syncwarp():
                        r"which thread \(16,\) of the block wrote at line 3 .*same warp, but since Volta \(independent "
                        r"thread scheduling\).*put __syncwarp\(\) between the write and the read"):
         Program(WARP_SYNCHRONOUS).launch("reduce", 2, 128, (np.ones(256, np.float32), np.zeros(2, np.float32)))
+
+
+MACROS = r"""
+#define D(x) x*2
+#define N 1+1
+#define H(x) x+1
+#define NEG -1
+#define IDX(row, col, width) ((row) * (width) + (col))
+#define CEIL_DIV(a, b) \
+    (((a) + (b) - 1) / (b))
+extern "C" __global__ void k(int* a) {
+    a[0] = D(1+1);  /* 1+1*2: C adds no brackets */
+    a[1] = N*2;
+    a[2] = H(1)*2;
+    a[3] = 5-NEG;   /* two tokens, - and -1: not -- */
+    a[IDX(1, 0, 4)] = CEIL_DIV(7,
+                               2);
+}
+"""
+
+
+def test_macros_expand_as_c_s_preprocessor_does_unbracketed():
+    nvrtc_accepts(MACROS)
+    a = np.zeros(8, np.int32)
+    Program(MACROS).launch("k", 1, 1, (a,))
+    assert a[:5].tolist() == [3, 3, 3, 6, 4]
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ('#define STR(x) #x\nextern "C" __global__ void k(int* a) {}', "the macro STR"),
+    ('#define F(a, b) a\nextern "C" __global__ void k(int* a) {\n a[0] = F(1);\n}', r"line 3: the macro F takes 2"),
+    ('#define A A + 1\nextern "C" __global__ void k(int* a) {\n a[0] = A;\n}', "64 rounds"),
+])
+def test_a_macro_the_executor_cannot_expand_is_named(source, words):
+    with pytest.raises(UnsupportedSyntax, match=words):
+        Program(source)
+
+
+def test_an_instance_not_named_in_name_expressions_says_how_to_name_it():
+    module = cp.RawModule(code=TEMPLATE, name_expressions=["scale<float,3>"])
+    with pytest.raises(CudaCError, match=r"no template instance called 'scale<float, 3>'.*exactly as there; "
+                                         r"given: 'scale<float,3>'"):
+        module.get_function("scale<float, 3>")
+    module.get_function("scale<float,3>")  # CuPy matches the string as given
+
+
+SHARED_VECTORS = r"""
+extern "C" __global__ void k(float* out) {
+    __shared__ float s[128];
+    float* upper = s + 64;
+    upper[threadIdx.x] = 1.0f;
+    s[threadIdx.x] = 2.0f;
+    s[threadIdx.x + 32] = 3.0f;
+    s[threadIdx.x + 96] = 4.0f;
+    __syncthreads();
+    float4 v = reinterpret_cast<float4*>(s)[threadIdx.x];
+    out[threadIdx.x] = v.x + v.w;
+}
+"""
+
+
+def test_a_float4_load_from_shared_memory_is_one_request_in_four_passes():
+    nvrtc_accepts(SHARED_VECTORS)
+    out = np.zeros(32, np.float32)
+    counters = Program(SHARED_VECTORS).launch("k", 1, 32, (out,)).counters
+    assert out.tolist() == [4.0] * 8 + [6.0] * 8 + [2.0] * 8 + [8.0] * 8
+    assert counters.shared_load_requests == 1 and counters.shared_store_requests == 4
+    assert counters.shared_wavefronts == 4 + 4  # LDS.128: four phases of 8 lanes; four conflict-free stores
+
+
+SHARED_SCALAR = r"""
+extern "C" __global__ void mean(const float* x, float* out, int n) {
+    __shared__ float total;
+    __shared__ int count;
+    if (threadIdx.x == 0) { total = 0.0f; count = 0; }
+    __syncthreads();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { atomicAdd(&total, x[i]); atomicAdd(&count, 1); }
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = total / count;
+}
+"""
+
+
+def test_a_shared_scalar_is_one_element_every_thread_of_the_block_sees():
+    nvrtc_accepts(SHARED_SCALAR)
+    x, out = np.arange(100, dtype=np.float32), np.zeros(2, np.float32)
+    Program(SHARED_SCALAR).launch("mean", 2, 64, (x, out, np.int32(100)))
+    assert out.tolist() == [x[:64].mean(), x[64:].mean()]
+    racy = SHARED_SCALAR.replace("    __syncthreads();\n    int i", "    int i")
+    with pytest.raises(KernelFault, match=r"race at line 7: .*update total.*wrote at line 5"):
+        Program(racy).launch("mean", 2, 64, (x, out, np.int32(100)))
+
+
+def test_bit_intrinsics():
+    source = r"""
+extern "C" __global__ void k(const unsigned int* x, int* out, unsigned int* reversed) {
+    int i = threadIdx.x;
+    out[3 * i] = __popc(x[i]);
+    out[3 * i + 1] = __clz(x[i]);
+    out[3 * i + 2] = __ffs(x[i]);
+    reversed[i] = __brev(x[i]);
+}
+"""
+    nvrtc_accepts(source)
+    x = np.array([0, 1, 0x80000000, 0xF0, 0xFFFFFFFF, 12], np.uint32)
+    out, reversed_ = np.zeros(18, np.int32), np.zeros(6, np.uint32)
+    Program(source).launch("k", 1, 6, (x, out, reversed_))
+    assert out.reshape(6, 3).tolist() == [[0, 32, 0], [1, 31, 1], [1, 0, 32], [4, 24, 5], [32, 0, 1], [2, 28, 3]]
+    assert reversed_.tolist() == [0, 0x80000000, 1, 0x0F000000, 0xFFFFFFFF, 0x30000000]

@@ -173,7 +173,7 @@ class Macro:
     body: str
 
     def expand(self, text: str, name: str) -> str:
-        """`text` with each use NAME(a, b) replaced by the body, each parameter by its argument in brackets."""
+        """`text` with each use NAME(a, b) replaced by the body, each parameter by its argument as written."""
         pattern = re.compile(rf"(?<![\w.]){name}\s*\(")
         start = 0
         while match := pattern.search(text, start):
@@ -183,10 +183,10 @@ class Macro:
                 raise UnsupportedSyntax(f"the macro {name} takes {len(self.params)} argument(s); got {len(args)}",
                                         line_of(text, match.start()))
             values = dict(zip(self.params, args, strict=False))
-            body = re.sub(r"[A-Za-z_]\w*", lambda m, v=values: f"({v[m.group(0)]})" if m.group(0) in v
+            body = re.sub(r"[A-Za-z_]\w*", lambda m, v=values: f" {v[m.group(0)]} " if m.group(0) in v
                           else m.group(0), self.body)
             newlines = "\n" * text.count("\n", match.start(), end)
-            text = f"{text[:match.start()]}({body}){newlines}{text[end:]}"
+            text = f"{text[:match.start()]} {body} {newlines}{text[end:]}"  # spaces: tokens stay apart, as in C
             start = match.start() + len(body) + 2
         return text
 
@@ -206,8 +206,8 @@ MAX_DEFINE_DEPTH = 64
 
 
 def _expand(text: str, defines: dict[str, str | Macro]) -> str:
-    """Every #define'd name replaced by its value in brackets, and each macro's use by its body (a #define may
-    use another)."""
+    """Every #define'd name replaced by its value, and each macro's use by its body, as C's preprocessor does:
+    no brackets are added (#define N 1+1 makes N*2 three), only spaces, so tokens stay apart."""
     constants = {name: value for name, value in defines.items() if isinstance(value, str)}
     pattern = re.compile(rf"(?<![\w.])({'|'.join(map(re.escape, constants))})(?!\w)") if constants else None
     for _ in range(MAX_DEFINE_DEPTH):
@@ -216,7 +216,7 @@ def _expand(text: str, defines: dict[str, str | Macro]) -> str:
             if isinstance(value, Macro):
                 text = value.expand(text, name)
         if pattern is not None:  # a function as the replacement: a backslash in a value stays C's
-            text = pattern.sub(lambda m: f"({constants[m.group(1)]})", text)
+            text = pattern.sub(lambda m: f" {constants[m.group(1)]} ", text)  # no brackets: C adds none
         if len(text) > MAX_SOURCE * 4:
             raise UnsupportedSyntax(f"expanding the #defines makes the source over {MAX_SOURCE * 4:,} characters: "
                                     "does a macro use itself, or another that uses it, twice?")

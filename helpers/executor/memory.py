@@ -166,7 +166,8 @@ class WarpSync:
     took part in and that call's mask. Two accesses by lanes of one warp are ordered when, after the first, both
     lanes took part in one __syncwarp()."""
 
-    def __init__(self, lanes: int) -> None:
+    def __init__(self, lanes: int, possible: bool = True) -> None:
+        self.possible = possible  # the source calls __syncwarp(): reads keep their warp (else they need not)
         self.count = np.zeros(lanes // WARP, np.int64)
         self.last = np.zeros(lanes, np.int64)
         self.mask = np.zeros(lanes, np.int64)
@@ -346,6 +347,8 @@ def shared_read(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: 
         a.r_epoch[f], a.r_gid[f], a.r_line[f] = epoch[fresh], g, line
         a.r_gid[f[a.r_gid[f] != g]] = -2  # two lanes of this read on one element
         a.r_warp[f], a.r_bits[f] = warp[fresh], 0
+    if not c.warp_sync.possible:
+        return
     np.bitwise_or.at(a.r_bits, flat, np.left_shift(1, lanes % WARP))
     a.r_warp[flat[a.r_warp[flat] != warp]] = -2  # readers in two warps
     a.r_sync[flat] = c.warp_sync.count[warp]

@@ -44,6 +44,7 @@ class Launch:
     shared_mem: int = 0  # bytes of dynamic shared memory per block (extern __shared__)
     steps: int = 0
     printed: int = 0  # printf lines so far
+    syncwarp: bool = False  # the kernel's source calls __syncwarp()
     counters: Counters = field(default_factory=Counters)
     paths: dict[tuple[tuple[int, int, int], tuple[int, int, int]], Path] | None = None
 
@@ -70,6 +71,7 @@ class Program:
         unit = translate_unit(source, name_expressions)
         self.functions, self.kernels, self._exported = unit.functions, unit.kernels, unit.exported
         self.constant_arrays = unit.constant_arrays  # __constant__ memory, filled by the host between launches
+        self.syncwarp = unit.syncwarp
         names = namespace() | warp.RUNTIME
         code = "\n\n".join(dict.fromkeys(f.python for f in self.functions.values()))
         try:
@@ -85,6 +87,10 @@ class Program:
 
     def kernel(self, name: str) -> Function:
         """Kernel `name`, or a CudaCError naming the kernels there are (or why CuPy could not find it)."""
+        if name not in self.kernels and "<" in name:
+            given = ", ".join(repr(k) for k in self.kernels if "<" in k) or "none"
+            raise CudaCError(f"no template instance called {name!r}: an instance is found by a name expression given "
+                             f"to RawModule(code, name_expressions=[...]), written exactly as there; given: {given}")
         if name not in self.kernels:
             kernels = ", ".join(self.kernels)
             raise CudaCError(f"no kernel called {name!r} in this source; its kernels: {kernels} (a kernel needs "
@@ -112,7 +118,7 @@ class Program:
         for (i, _), pointer in zip(arrays, pointers, strict=True):
             values[i] = pointer
         run = Launch(name, grid3, block3, positive_int("max_steps", max_steps, "loop rounds a launch may take"),
-                     dynamic_shared_bytes(shared_mem))
+                     dynamic_shared_bytes(shared_mem), syncwarp=self.syncwarp)
         if trace:
             run.paths = {}
             for b in np.ndindex(*grid3[::-1]):

@@ -350,6 +350,51 @@ def _bits(x: Any, frm: str, to: str) -> Any:
     return out if np.ndim(x) else (int(out[()]) if out.dtype.kind in "iu" else out[()])
 
 
+def _unsigned(x: Any, bits: int) -> np.ndarray:
+    """x's bits as an unsigned 64-bit array (the low `bits` of them)."""
+    return np.asarray(x).astype(np.int64).astype(np.uint64) & np.uint64((1 << bits) - 1)
+
+
+def _bit_popc(x: Any, bits: int) -> Any:
+    """__popc, __popcll: the number of bits set."""
+    v = _unsigned(x, bits)
+    count = np.zeros(v.shape, np.int64)
+    for _ in range(bits // 8):
+        count += _BYTE_BITS[(v & np.uint64(0xFF)).astype(np.int64)]
+        v = v >> np.uint64(8)
+    return count if count.ndim else int(count)
+
+
+def _bit_length(v: np.ndarray) -> np.ndarray:
+    """The number of bits up to the highest one set (0 for 0), exactly for any 64-bit value."""
+    high, low = (v >> np.uint64(32)).astype(np.float64), (v & np.uint64(0xFFFFFFFF)).astype(np.float64)
+    return np.where(high > 0, 32 + np.frexp(high)[1], np.frexp(low)[1]).astype(np.int64)
+
+
+def _bit_clz(x: Any, bits: int) -> Any:
+    """__clz, __clzll: the leading zero bits."""
+    out = bits - _bit_length(_unsigned(x, bits))
+    return out if np.ndim(out) else int(out)
+
+
+def _bit_ffs(x: Any, bits: int) -> Any:
+    """__ffs, __ffsll: the position of the lowest bit set, from 1; 0 when none is."""
+    v = _unsigned(x, bits)
+    out = _bit_length(v & (~v + np.uint64(1)))
+    return out if np.ndim(out) else int(out)
+
+
+def _bit_brev(x: Any, bits: int) -> Any:
+    """__brev, __brevll: the bits in reverse order."""
+    v, out = _unsigned(x, bits), np.zeros(np.shape(x), np.uint64)
+    for k in range(bits):
+        out |= ((v >> np.uint64(k)) & np.uint64(1)) << np.uint64(bits - 1 - k)
+    return out if np.ndim(out) else int(out)
+
+
+_BYTE_BITS = np.array([bin(k).count("1") for k in range(256)], np.int64)
+
+
 def _round(x: Any) -> Any:
     """C's roundf/round: halves away from zero (NumPy rounds them to even)."""
     return np.copysign(np.floor(np.abs(x) + np.asarray(x).dtype.type(0.5)), x)
@@ -382,7 +427,7 @@ def namespace() -> dict[str, Any]:
     names.update(_eff=_eff, _any=_any, _and=_and, _andnot=_andnot, _rejoin=_rejoin, _join=_join,
                  _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
                  _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset, _vput=_vput,
-                 _isnull=_isnull,
+                 _isnull=_isnull, _bit_popc=_bit_popc, _bit_clz=_bit_clz, _bit_ffs=_bit_ffs, _bit_brev=_bit_brev,
                  _vset=_vset, _vptr=_vptr)
     return names
 
@@ -421,7 +466,7 @@ class Lanes:
         self.shared_used = 0
         self.real_warps = blocks * -(-self.threads // WARP)
         self.real_lanes = blocks * self.threads
-        self.warp_sync = memory.WarpSync(self.lanes)  # __syncwarp() calls, for the shared-memory race check
+        self.warp_sync = memory.WarpSync(self.lanes, run.syncwarp)  # __syncwarp() calls, for the race check
 
     # ---------------------------------------------------------------- who is who
 
@@ -597,7 +642,7 @@ class Lanes:
         copy = self.lb if a.space == "shared" else np.arange(self.lanes)
         return np.broadcast_to(flat + copy * a.size, (self.lanes,))
 
-    def lda(self, a: Shared, index: tuple[Any, ...], line: int, m: Any, b: Any) -> Any:
+    def lda(self, a: Shared, index: tuple[Any, ...], line: int, m: Any, b: Any, count: bool = True) -> Any:
         e = _eff(m, b)
         flat = self._flat(a, index, line, e, "read")
         lanes = np.flatnonzero(e) if e is not None else np.arange(self.lanes) if self.real is None \
@@ -606,10 +651,12 @@ class Lanes:
         memory.uninitialised(self, a, f, lanes, line)
         if a.space == "shared":
             memory.shared_read(self, a, f, lanes, line)
-            self._bank_count(a, flat, e, load=True)
+            if count:
+                self._bank_count(a, flat, e, load=True)
         return a.data[flat if e is None else np.where(e, flat, flat[lanes[0]] if lanes.size else 0)]
 
-    def sta(self, a: Shared, index: tuple[Any, ...], value: Any, line: int, m: Any, b: Any) -> None:
+    def sta(self, a: Shared, index: tuple[Any, ...], value: Any, line: int, m: Any, b: Any,
+            count: bool = True) -> None:
         e = _eff(m, b)
         flat = self._flat(a, index, line, e, "write")
         lanes = np.flatnonzero(e) if e is not None else np.arange(self.lanes) if self.real is None \
@@ -619,14 +666,24 @@ class Lanes:
         f = flat[lanes]
         if a.space == "shared":
             memory.shared_write(self, a, f, lanes, line)
-            self._bank_count(a, flat, e, load=False)
+            if count:
+                self._bank_count(a, flat, e, load=False)
         else:
             a.written[f] = True
         a.data[f] = np.broadcast_to(value, (self.lanes,))[lanes]
 
-    def _bank_count(self, a: Shared, flat: np.ndarray, e: Any, load: bool) -> None:
+    def _bank_count(self, a: Shared, flat: np.ndarray, e: Any, load: bool, n: int = 1) -> None:
+        """One request per warp and its passes; a vector of n elements (LDS.64/128) is one request, which the
+        GPU serves in n phases of 32/n lanes, each phase's words spread over the 32 banks."""
         words = (a.base + (flat % a.size) * a.itemsize) >> 2
-        requests, passes = counting.wavefronts(words, e if e is not None else self.real, self.lanes)
+        active = e if e is not None else self.real
+        if n > 1:
+            requests, _ = counting.distinct_per_warp(0, active, self.lanes)
+            words = (np.broadcast_to(words, (self.lanes,))[:, None] + np.arange(n) * (a.itemsize // 4)).reshape(-1)
+            active = None if active is None else np.repeat(np.broadcast_to(active, (self.lanes,)), n)
+            _, passes = counting.wavefronts(words, active, self.lanes * n)
+        else:
+            requests, passes = counting.wavefronts(words, active, self.lanes)
         if load:
             self.counters.shared_load_requests += requests
         else:
@@ -671,7 +728,10 @@ class Lanes:
     def ldv(self, p: Any, index: Any, n: int, line: int, m: Any, b: Any) -> tuple[Any, ...]:
         """A load of an n-element vector (p a float4*: p[i] is elements n*i to n*i + n - 1): one request."""
         first = np.multiply(index, n, dtype=np.int64)
-        value = tuple(self.ld(p, first + k, line, m, b, count=False) for k in range(n))
+        if isinstance(p, SharedRef):
+            value = tuple(self.lda(p.array, p.index(first + k), line, m, b, count=False) for k in range(n))
+        else:
+            value = tuple(self.ld(p, first + k, line, m, b, count=False) for k in range(n))
         self._vector_sectors(p, first, n, line, m, b, load=True)
         return value
 
@@ -679,13 +739,21 @@ class Lanes:
         """A store of an n-element vector through a vector pointer: one request."""
         first = np.multiply(index, n, dtype=np.int64)
         for k in range(n):
-            self.st(p, first + k, value[k], line, m, b, count=False)
+            if isinstance(p, SharedRef):
+                self.sta(p.array, p.index(first + k), value[k], line, m, b, count=False)
+            else:
+                self.st(p, first + k, value[k], line, m, b, count=False)
         self._vector_sectors(p, first, n, line, m, b, load=False)
 
     def _vector_sectors(self, p: Any, first: Any, n: int, line: int, m: Any, b: Any, load: bool) -> None:
-        """Global memory: one request for the vector. (Shared memory counts each member as its own request.)"""
+        """One request for the vector: its sectors in global memory, its bank passes in shared memory."""
         e = _eff(m, b)
-        if isinstance(p, Pointer) and self._lanes(e).size:
+        if not self._lanes(e).size:
+            return
+        if isinstance(p, SharedRef):
+            if p.array.space == "shared":
+                self._bank_count(p.array, self._flat(p.array, p.index(first), line, e, "read"), e, load, n)
+        else:
             p, flat, _ = self._global(p, first, line, e)
             self._sectors(p, flat, e, load, n)
 

@@ -66,6 +66,11 @@ FMA = {"fmaf": FLOAT, "__fmaf_rn": FLOAT, "fma": DOUBLE}
 BIT_CASTS = {"__float_as_int": (FLOAT, INT), "__int_as_float": (INT, FLOAT), "__float_as_uint": (FLOAT, UINT),
              "__uint_as_float": (UINT, FLOAT), "__double_as_longlong": (DOUBLE, CType("long long")),
              "__longlong_as_double": (CType("long long"), DOUBLE)}
+#: CUDA's bit intrinsics: argument type, result type (__popc counts set bits, __clz leading zeros, __ffs the
+#: position of the lowest set bit counting from 1, 0 for none, __brev reverses the bits).
+BIT_INTRINSICS = {"__popc": (UINT, INT), "__popcll": (CType("unsigned long long"), INT), "__clz": (INT, INT),
+                  "__clzll": (CType("long long"), INT), "__ffs": (INT, INT), "__ffsll": (CType("long long"), INT),
+                  "__brev": (UINT, UINT), "__brevll": (CType("unsigned long long"), CType("unsigned long long"))}
 ATOMICS = ("atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicExch", "atomicAnd", "atomicOr", "atomicXor",
            "atomicInc", "atomicDec", "atomicCAS")
 #: Atomics of whole numbers only (atomicInc and atomicDec: of unsigned int only).
@@ -92,6 +97,7 @@ class Var:
     py: str
     type: CType
     unset: bool = False  # declared without a value: reads are checked
+    cell: bool = False  # a __shared__ scalar: an array of one element in shared memory
     const: bool = False  # a template argument or a file-scope constant: never assigned
 
 
@@ -427,8 +433,8 @@ class Translator:
             return
         ctype = self.declared_type(node, line)
         if "static" in (node.storage or []):
-            raise UnsupportedSyntax("a __shared__ variable that is not an array: declare an array of one "
-                                    f"(__shared__ {ctype} {node.name}[1];)", line)
+            self.shared_cell(node, ctype, depth, line)
+            return
         if node.init is None:
             py = self.declare(node.name, ctype, line, unset=True)
             self.emit(depth, f"{py} = {vectors.unset(ctype, node.name, line)}")  # a read before a value: reported
@@ -445,6 +451,19 @@ class Translator:
                 self.constants[py] = known
         self.emit(depth, f"{py} = {value}")  # a new variable: its inactive lanes are never read
         self.tick(depth)
+
+    def shared_cell(self, node: c_ast.Decl, ctype: CType, depth: int, line: int) -> None:
+        """`__shared__ float total;`: one element of shared memory the block's threads share, as an array of one
+        that the variable's name reads and writes."""
+        if ctype.pointer or vectors.is_vector(ctype):
+            raise UnsupportedSyntax(f"a __shared__ {ctype}: the executor takes shared numbers and arrays of them",
+                                    line)
+        if node.init is not None:
+            raise CudaCError("a __shared__ variable cannot have an initial value (NVRTC: initializer not allowed "
+                             "for __shared__ variable): set it in one thread, then __syncthreads()", line)
+        py = self.declare(node.name, ctype, line)
+        self.scopes[-1][node.name].cell = True
+        self.emit(depth, f"{py} = _c.shared({node.name!r}, {ctype.name!r}, (1,), {line})")
 
     def declared_type(self, node: c_ast.Decl, line: int) -> CType:
         """A variable's type: as written, or its value's for `auto`."""
@@ -543,6 +562,8 @@ class Translator:
             return vectors.assign_member(self, target, rhs, line)
         if isinstance(target, c_ast.ID):
             var = self.lookup(target.name, line)
+            if var.cell:
+                return f"_c.sta({var.py}, (0,), {rhs}, {line}, {self.mask})"
             setter = "_vset" if vectors.is_vector(var.type) else "_set"
             return f"{var.py} = {setter}({var.py}, {rhs}, {self.mask})"
         if isinstance(target, c_ast.ArrayRef | c_ast.UnaryOp):
@@ -657,8 +678,10 @@ class Translator:
     def cast(self, code: str, frm: CType, to: CType, line: int | None) -> str:
         if frm == NULLPTR and to.pointer:
             return code
-        if frm.dims and to.pointer and to.name == frm.name:
-            return f"_c.decay({code})"  # an array passed where a pointer is wanted: its first element's address
+        if frm.dims and to.pointer:  # an array used as a pointer: its first element's address
+            frm, code = CType(frm.name, pointer=True), f"_c.decay({code})"
+            if to.name == frm.name:
+                return code
         if to.pointer or frm.pointer:
             if to.pointer and frm.pointer and to.name == frm.name:
                 return code
@@ -719,6 +742,9 @@ class Translator:
                 raise UnsupportedSyntax("an assignment to an array element inside an expression: make it a "
                                         "statement of its own", line)
             var = self.lookup(node.lvalue.name, line)
+            if var.cell:
+                raise UnsupportedSyntax("an assignment to a __shared__ variable inside an expression: make it a "
+                                        "statement of its own", line)
             statement = self.assign(node.lvalue, node.op, node.rvalue, line)
             return f"({var.py} := {statement.split(' = ', 1)[1]})", var.type
         if isinstance(node, c_ast.ExprList):
@@ -742,6 +768,8 @@ class Translator:
         if node.name in BUILTINS:
             raise CudaCError(f"{node.name} has parts .x, .y and .z: write {node.name}.x", line)
         var = self.lookup(node.name, line)
+        if var.cell:
+            return f"_c.lda({var.py}, (0,), {line}, {self.mask})", var.type
         if var.unset:
             return f"_rd(_c, {var.py}, {line}, {self.mask})", var.type
         return var.py, var.type
@@ -776,14 +804,7 @@ class Translator:
             return str(8 if ctype.pointer else size_of(ctype.name) * math.prod(ctype.dims)), \
                 CType("unsigned long long")
         if op == "&":
-            if not isinstance(node.expr, c_ast.ArrayRef):
-                raise UnsupportedSyntax("& of anything but an array element (&a[i])", line)
-            kind, base, index = self.address(node.expr, line)
-            if kind:  # &tile[i][j]: a pointer into a shared or local array
-                return f"_c.ref({base}, {index}, {line}, {self.mask})", \
-                    CType(self.element_type(node.expr).name, pointer=True)
-            ptype = CType(self.element_type(node.expr).name, pointer=True)
-            return f"_offset(_c, {base}, {_scaled(index, ptype)}, {line}, {self.mask})", ptype
+            return self.address_of(node.expr, line)
         if op in ("p++", "++", "p--", "--"):
             return self.increment(node, line)
         if op == "!":
@@ -804,6 +825,20 @@ class Translator:
             return self.wrap(f"(~{self.cast(code, ctype, rt, line)})", rt), rt
         raise UnsupportedSyntax(f"the operator {op}", line)
 
+    def address_of(self, node: c_ast.Node, line: int | None) -> tuple[str, CType]:
+        """&a[i] (a pointer into global memory, or into a shared or local array), or &total of a __shared__
+        variable (for atomicAdd)."""
+        if isinstance(node, c_ast.ID) and self.lookup(node.name, line).cell:
+            var = self.lookup(node.name, line)
+            return f"_c.ref({var.py}, (0,), {line}, {self.mask})", CType(var.type.name, pointer=True)
+        if not isinstance(node, c_ast.ArrayRef):
+            raise UnsupportedSyntax("& of anything but an array element (&a[i]) or a __shared__ variable", line)
+        kind, base, index = self.address(node, line)
+        ptype = CType(self.element_type(node).name, pointer=True)
+        if kind:  # &tile[i][j]: a pointer into a shared or local array
+            return f"_c.ref({base}, {index}, {line}, {self.mask})", ptype
+        return f"_offset(_c, {base}, {_scaled(index, ptype)}, {line}, {self.mask})", ptype
+
     def increment(self, node: c_ast.UnaryOp, line: int | None) -> tuple[str, CType]:
         """++x, x++, --x, x-- inside an expression (on a variable)."""
         op = node.op
@@ -811,6 +846,9 @@ class Translator:
             raise UnsupportedSyntax(f"{op.strip('p')} on an array element inside an expression: make it a "
                                     "statement of its own", line)
         var = self.lookup(node.expr.name, line)
+        if var.cell:
+            raise UnsupportedSyntax(f"{op.strip('p')} on a __shared__ variable inside an expression: make it a "
+                                    "statement of its own", line)
         one = c_ast.Constant("int", "1", node.coord)
         new = self.assign(node.expr, "+=" if "++" in op else "-=", one, line).split(" = ", 1)[1]
         if op.startswith("p"):  # the old value
@@ -840,11 +878,10 @@ class Translator:
         if op in ("&&", "||") or op in _COMPARISONS:
             code, _ = self.truth(node, line)
             return f"_i({code})", INT
-        (a, at), (b, bt) = left, right = self.expr(node.left), self.expr(node.right)
-        if op in ("+", "-") and at.pointer and is_int(bt):
-            return f"_offset(_c, {a}, {_scaled(b, at)}, {line}, {self.mask}{', -1' if op == '-' else ''})", at
-        if op == "+" and bt.pointer and is_int(at):
-            return f"_offset(_c, {b}, {_scaled(a, bt)}, {line}, {self.mask})", bt
+        left, right = self.expr(node.left), self.expr(node.right)
+        moved = self.pointer_arithmetic(op, left, right, line)
+        if moved is not None:
+            return moved
         if op in ("<<", ">>"):
             return self.shift(op, left, right, line)
         a, b, rt = self.common(op, left, right, line)
@@ -863,6 +900,20 @@ class Translator:
             self.flops += is_float(rt)
             return self.wrap(f"({a} {op} {b})", rt), rt
         raise UnsupportedSyntax(f"the operator {op}", line)
+
+    def pointer_arithmetic(self, op: str, left: tuple[str, CType], right: tuple[str, CType],
+                           line: int | None) -> tuple[str, CType] | None:
+        """p + i, i + p, p - i (an array as a pointer to its first element: tile + 16), or None for numbers."""
+        (a, at), (b, bt) = left, right
+        if at.dims and op in ("+", "-") and is_int(bt):
+            a, at = f"_c.decay({a})", CType(at.name, pointer=True)
+        if bt.dims and op == "+" and is_int(at):
+            b, bt = f"_c.decay({b})", CType(bt.name, pointer=True)
+        if op in ("+", "-") and at.pointer and is_int(bt):
+            return f"_offset(_c, {a}, {_scaled(b, at)}, {line}, {self.mask}{', -1' if op == '-' else ''})", at
+        if op == "+" and bt.pointer and is_int(at):
+            return f"_offset(_c, {b}, {_scaled(a, bt)}, {line}, {self.mask})", bt
+        return None
 
     def shift(self, op: str, left: tuple[str, CType], right: tuple[str, CType],
               line: int | None) -> tuple[str, CType]:
@@ -900,6 +951,11 @@ class Translator:
             frm, to = BIT_CASTS[name]
             self.arity(name, args, 1, line)
             return f"_bits({self.convert(args[0], frm, line)}, {DTYPES[frm.name]!r}, {DTYPES[to.name]!r})", to
+        if name in BIT_INTRINSICS:
+            frm, to = BIT_INTRINSICS[name]
+            self.arity(name, args, 1, line)
+            bits = 64 if name.endswith("ll") else 32
+            return self.wrap(f"_bit_{name.strip('_').rstrip('l')}({self.convert(args[0], frm, line)}, {bits})", to), to
         if name == "printf":
             return self.printf(args, line)
         if name == "assert":

@@ -33,6 +33,7 @@ class Unit:
     calls: dict[str, tuple[str, list[str]]] = field(default_factory=dict)  # placeholder -> (template, arguments)
     kernels: list[str] = field(default_factory=list)  # what a launch may name
     exported: set[str] = field(default_factory=set)
+    syncwarp: bool = False  # whether any function calls __syncwarp()
 
     def instance(self, name: str, arguments: list[CType | int], line: int | None) -> Function:
         """The translated instance of template `name` for these arguments (translated once)."""

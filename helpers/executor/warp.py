@@ -78,6 +78,7 @@ def _syncwarp_call(t: Any, name: str, args: list[Any], line: int | None) -> tupl
     if len(args) > 1:
         raise CudaCError(f"__syncwarp() takes at most one argument (a mask); got {len(args)}", line)
     mask = t.convert(args[0], UINT, line) if args else str(FULL)
+    t.unit.syncwarp = True  # the race check keeps which warp read what only for a source that needs it
     return f"_syncwarp(_c, {mask}, {line}, {t.mask})", VOID
 
 
