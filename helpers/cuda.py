@@ -15,6 +15,7 @@ compiled by tests/test_cuda_sources.py, as are the .cu files in helpers/kernels/
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -141,19 +142,9 @@ class Elementwise:
         types binds each placeholder to a dtype name (default float32 for all). Errors in the operation are
         reported by NVRTC at its own line numbers, in a file named '<name> (operation)'. One difference from
         CuPy's own kernel: a raw parameter is a plain pointer here (CuPy's CArray also has .size() and
-        multi-dimensional indexing), and CuPy's internal `_ind` is not defined.
+        multi-dimensional indexing), and CuPy's indexer `_ind` has only _ind.size(), the number of elements.
         """
-        stray = sorted(set(types or {}) - set(self.placeholders()))
-        if stray:
-            raise ValueError(f"{', '.join(stray)} is not a type placeholder of {self.name!r}; its placeholders: "
-                             f"{', '.join(self.placeholders()) or 'none (every parameter has a dtype)'}")
-        bound = {t: "float32" for t in self.placeholders()} | dict(types or {})
-        for placeholder, dtype in bound.items():
-            if dtype not in C_TYPES:
-                raise ValueError(f"type {placeholder} bound to {dtype!r}; accepted: {', '.join(C_TYPES)}")
-        unknown = [t for t in self.placeholders() if t not in bound]
-        if unknown:
-            raise ValueError(f"no type for placeholder(s) {', '.join(unknown)}")
+        bound = self._bound(types)
 
         def c_type(param: Param) -> str:
             return C_TYPES[param.type] if param.type in C_TYPES else param.type
@@ -167,6 +158,9 @@ class Elementwise:
         args = [f"const {c_type(p)}* _in_{p.name}" for p in self.inputs]
         args += [f"{c_type(p)}* _out_{p.name}" for p in self.outputs]
         lines.append(f'extern "C" __global__ void {self.name}({", ".join([*args, "long long _n"])}) {{')
+        if re.search(r"(?<!\w)_ind(?!\w)", self.operation):  # CuPy's indexer: here only its size()
+            lines.append("    const struct { long long n; __device__ long long size() const { return n; } } "
+                         "_ind = {_n};")
         lines.append("    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < _n;"
                      " i += (long long)blockDim.x * gridDim.x) {")
         for p in self.inputs:
@@ -178,6 +172,18 @@ class Elementwise:
         lines += [f'#line 1 "{self.name} (operation)"', self.operation.rstrip(), ";"]
         lines += ["    }", "}"]
         return "\n".join(lines) + "\n"
+
+    def _bound(self, types: dict[str, str] | None) -> dict[str, str]:
+        """Each type placeholder's dtype name: `types`' or float32, checked."""
+        stray = sorted(set(types or {}) - set(self.placeholders()))
+        if stray:
+            raise ValueError(f"{', '.join(stray)} is not a type placeholder of {self.name!r}; its placeholders: "
+                             f"{', '.join(self.placeholders()) or 'none (every parameter has a dtype)'}")
+        bound = {t: "float32" for t in self.placeholders()} | dict(types or {})
+        for placeholder, dtype in bound.items():
+            if dtype not in C_TYPES:
+                raise ValueError(f"type {placeholder} bound to {dtype!r}; accepted: {', '.join(C_TYPES)}")
+        return bound
 
     @classmethod
     def of(cls, kernel: Any) -> Elementwise:
@@ -223,8 +229,8 @@ def gpu_here() -> bool:
 
 
 def cupy() -> Any:
-    """CuPy itself on a GPU (its RawKernel launches checked first: helpers.cupy_checked); without one,
-    helpers.cupy_cpu, the same interface run by the CPU executor. The same lines run on both:
+    """CuPy itself on a GPU (its RawKernel and ReductionKernel launches checked first: helpers.cupy_checked);
+    without one, helpers.cupy_cpu, the same interface run by the CPU executor. The same lines run on both:
 
         cupy = h.cuda.cupy()
         kernel = cupy.RawKernel(source, "vector_add")

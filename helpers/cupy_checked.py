@@ -9,6 +9,9 @@ block over 1024 threads): CuPy passes the first two on, and the GPU reads wrong 
 The check is Python (20-30 µs a launch), so it runs once per kernel and launch signature (grid, block, and each
 argument's kind, dtype and layout), and never while a timer is timing repeated calls (timing.in_timed_region):
 a GPU timing measures the GPU, not the check. The first call of a benchmark checks what it launches.
+
+A `ReductionKernel`'s first call with each signature (each argument's dtype and shape, axis, keepdims) also runs on
+the CPU executor, on host copies, so a fault the GPU would not report is refused with the executor's message.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import numpy as np
+
 from . import executor, timing
+from .executor import cupy_reduction
 
 
 def signature(grid: Any, block: Any, args: Any) -> tuple[Any, ...]:
@@ -77,8 +83,64 @@ class RawModule:
         return getattr(self._module, attribute)
 
 
+class ReductionKernel:
+    """cupy.ReductionKernel(...): each new call signature run first by the CPU executor's ReductionKernel on host
+    copies, raising a KernelFault (a read outside an array, an integer division by zero) there. What the stand-in
+    cannot build or run (raw parameters, a dtype it lacks, more elements than it runs, C++ its translator lacks)
+    goes to CuPy unchecked: CuPy and its compiler judge it, as they do without this wrapper."""
+
+    def __init__(self, real: Any, *args: Any, **kwargs: Any) -> None:
+        self._kernel = real.ReductionKernel(*args, **kwargs)
+        try:
+            self._on_cpu: cupy_reduction.ReductionKernel | None = cupy_reduction.ReductionKernel(*args, **kwargs)
+        except (TypeError, ValueError):  # beyond the stand-in (raw parameters, float16, ...): CuPy judges it
+            self._on_cpu = None
+        self._checked: set[tuple[Any, ...]] = set()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """CuPy's call (args, out=, axis=, keepdims=, stream=), its first of each signature checked first."""
+        if self._on_cpu is not None and not timing.in_timed_region():
+            key = self._signature(args, kwargs)
+            if key is None or key not in self._checked:
+                self._check(self._on_cpu, args, kwargs)
+                if key is not None:
+                    self._checked.add(key)
+        return self._kernel(*args, **kwargs)
+
+    @staticmethod
+    def _signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+        """Each argument's type, dtype and shape, then axis and keepdims; None if something cannot be hashed."""
+        def kind(arg: Any) -> tuple[Any, ...]:
+            if hasattr(arg, "dtype") and hasattr(arg, "shape"):
+                return type(arg), str(arg.dtype), tuple(arg.shape)
+            return (type(arg),)
+
+        key = (tuple(kind(a) for a in (*args, kwargs.get("out"))), kwargs.get("axis"), kwargs.get("keepdims"))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    @staticmethod
+    def _check(on_cpu: cupy_reduction.ReductionKernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Run the call on the CPU executor on host copies: a KernelFault is raised; anything the stand-in refuses
+        (its arguments, its limits, C++ it lacks) is left for CuPy to judge."""
+        def host(arg: Any) -> Any:
+            return np.array(arg.get()) if hasattr(arg, "dtype") and hasattr(arg, "get") else arg
+
+        wanted = {k: host(v) for k, v in kwargs.items() if k in ("out", "axis", "keepdims")}
+        try:
+            on_cpu(*map(host, args), **wanted)
+        except (TypeError, ValueError):  # CudaCError is a ValueError
+            return
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._kernel, attribute)
+
+
 class CheckedCupy(types.ModuleType):
-    """The cupy module, RawKernel and RawModule apart."""
+    """The cupy module, RawKernel, RawModule and ReductionKernel apart."""
 
     def __init__(self, real: types.ModuleType) -> None:
         super().__init__("cupy", real.__doc__)
@@ -89,6 +151,10 @@ class CheckedCupy(types.ModuleType):
 
     def RawModule(self, *args: Any, **kwargs: Any) -> RawModule:  # noqa: N802 - CuPy's name
         return RawModule(self._real, *args, **kwargs)
+
+    def ReductionKernel(self, *args: Any, **kwargs: Any) -> ReductionKernel:  # noqa: N802 - CuPy's name
+        """cupy.ReductionKernel(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name, ...)."""
+        return ReductionKernel(self._real, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)

@@ -36,6 +36,9 @@ def parse_params(text: str, what: str = "params") -> list[Param]:
         if len(words) != 2 or not all(NAME.fullmatch(word) for word in words):
             raise ValueError(f"cannot read {part!r} in {what} {text!r}: write each parameter as 'type name', "
                              "e.g. 'float32 x', 'T x' or 'raw T x', separated by commas")
+        if len(words[0]) > 1 and words[0] not in C_TYPES:  # CuPy: one letter is a placeholder, else a dtype name
+            raise ValueError(f"unknown type {words[0]!r} in {what} {text!r}: a type is a dtype name "
+                             f"({', '.join(C_TYPES)}) or one letter, a type placeholder such as T")
         out.append(Param(words[0], words[1], raw))
     names = [p.name for p in out]
     if len(set(names)) != len(names):

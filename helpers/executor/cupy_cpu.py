@@ -28,6 +28,7 @@ import numpy as np
 from ..cupy_params import C_TYPES, Param, parse_params
 from ..validate import flag
 from .arguments import MAX_BLOCK_THREADS, MAX_LAUNCH_THREADS
+from .cupy_reduction import ReductionKernel  # noqa: F401 - cupy.ReductionKernel
 from .front import CudaCError
 from .memory import KernelFault
 from .program import Program
@@ -195,7 +196,8 @@ class ElementwiseKernel:
     As in CuPy: array arguments are broadcast together; a type placeholder (such as T) takes the dtype of the
     arrays passed for it (a Python int gives int64, a float float64); an input of a declared type gets arrays
     cast to it where NumPy casts safely within a kind ('same_kind'); outputs not passed are allocated; a raw
-    parameter is the whole array, indexed by the operation itself (with i, the element's index).
+    parameter is the whole array, indexed by the operation itself (with i, the element's index, and _ind.size(),
+    the number of elements: the non-raw arrays' broadcast size, or size= when every array is raw).
     """
 
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel",
@@ -217,6 +219,7 @@ class ElementwiseKernel:
             raise TypeError(f"preamble must be a string of CUDA C (or ''); got {_describe(preamble)}")
         self.in_params, self.out_params, self.operation, self.name = in_params, out_params, operation, name
         self.preamble = preamble
+        self._body = self._index_size(operation, "operation")
         self.no_return, self.return_tuple = flag("no_return", no_return), flag("return_tuple", return_tuple)
         self._programs: dict[str, tuple[Program, range]] = {}
 
@@ -262,10 +265,16 @@ class ElementwiseKernel:
         threads = 128 if block_size is None else _block_size(block_size)
         if not count:
             return
+        self._run(program, {"operation": operation}, (min(-(-count // threads), 1024),), (threads,),
+                  [*args, np.int64(count)])
+
+    def _run(self, program: Program, parts: dict[str, range | tuple[range, ...]], grid: tuple[int, ...],
+             block: tuple[int, ...], args: list[Any]) -> None:
+        """Launch the generated kernel; a fault names the line of the learner's code (`parts`, see _lines)."""
         try:
-            program.launch(self.name, (min(-(-count // threads), 1024),), (threads,), [*args, np.int64(count)])
+            program.launch(self.name, grid, block, args)
         except KernelFault as fault:
-            raise KernelFault(fault.kind, self._lines(str(fault), operation), thread=fault.thread,
+            raise KernelFault(fault.kind, self._lines(str(fault), parts), thread=fault.thread,
                               block=fault.block, line=fault.line) from None
 
     def _types(self, params: list[Param], args: Sequence[Any]) -> dict[str, np.dtype]:
@@ -335,46 +344,82 @@ class ElementwiseKernel:
     def _source(self, types: dict[str, np.dtype], scalars: list[bool]) -> tuple[str, range]:
         """The whole kernel for the executor, CuPy's grid-stride loop over i with each parameter bound to its
         element, and the lines of it that are the operation."""
-        def c_type(p: Param) -> str:
-            return C_TYPES[types[p.type].name if p.type in types else p.type]
-
-        lines = [f"typedef {C_TYPES[d.name]} {t};" for t, d in types.items()]
-        if self.preamble.strip():
-            lines.append(self.preamble.rstrip())
-        args = [f"const {c_type(p)}{'' if scalar else '*'} _in_{p.name}"
-                for p, scalar in zip(self.inputs, scalars, strict=True)]
-        args += [f"{c_type(p)}* _out_{p.name}" for p in self.outputs]
-        lines.append(f'extern "C" __global__ void {self.name}({", ".join([*args, "long long _n"])}) {{')
+        lines = self._opening(types, scalars, ["long long _n"])
+        if re.search(r"\b_ind_size\b", self._body):
+            lines.append("const long long _ind_size = _n;")
         lines.append("for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < _n; "
                      "i += (long long)blockDim.x * gridDim.x) {")
-        for p, scalar in zip(self.inputs, scalars, strict=True):
-            lines.append(f"const {c_type(p)}* {p.name} = _in_{p.name};" if p.raw else
-                         f"const {c_type(p)} {p.name} = _in_{p.name}{'' if scalar else '[i]'};")
+        lines += self._bindings(types, scalars, "i")
         for p in self.outputs:
-            lines.append(f"{c_type(p)}* {p.name} = _out_{p.name};" if p.raw else
-                         f"{c_type(p)} {p.name} = _out_{p.name}[i];")
-        first = len(lines) + 1
-        lines += self.operation.rstrip().split("\n")
-        operation = range(first, len(lines) + 1)
-        lines[-1] += ";"
+            lines.append(f"{self._c_type(types, p)}* {p.name} = _out_{p.name};" if p.raw else
+                         f"{self._c_type(types, p)} {p.name} = _out_{p.name}[i];")
+        operation = self._append(lines, self._body)
         lines += [f"_out_{p.name}[i] = {p.name};" for p in self.outputs if not p.raw]
         lines += ["}", "}"]
         return "\n".join(lines) + "\n", operation
 
-    def _compile(self, source: str, operation: range) -> Program:
+    @staticmethod
+    def _c_type(types: dict[str, np.dtype], p: Param) -> str:
+        """The C type of parameter `p`: its dtype's, or the dtype its placeholder stands for in this call."""
+        return C_TYPES[types[p.type].name if p.type in types else p.type]
+
+    def _opening(self, types: dict[str, np.dtype], scalars: list[bool], extra: list[str]) -> list[str]:
+        """The typedefs of the placeholders, the preamble, and the kernel's first line: its inputs (a value for a
+        scalar, a pointer for an array), its outputs, then the `extra` parameters."""
+        lines = [f"typedef {C_TYPES[d.name]} {t};" for t, d in types.items()]
+        if self.preamble.strip():
+            lines.append(self.preamble.rstrip())
+        args = [f"const {self._c_type(types, p)}{'' if scalar else '*'} _in_{p.name}"
+                for p, scalar in zip(self.inputs, scalars, strict=True)]
+        args += [f"{self._c_type(types, p)}* _out_{p.name}" for p in self.outputs]
+        lines.append(f'extern "C" __global__ void {self.name}({", ".join([*args, *extra])}) {{')
+        return lines
+
+    def _bindings(self, types: dict[str, np.dtype], scalars: list[bool], index: str) -> list[str]:
+        """Each input bound to its name: a raw one to the whole array, an array's to its element `index`."""
+        return [f"const {self._c_type(types, p)}* {p.name} = _in_{p.name};" if p.raw else
+                f"const {self._c_type(types, p)} {p.name} = _in_{p.name}{'' if scalar else f'[{index}]'};"
+                for p, scalar in zip(self.inputs, scalars, strict=True)]
+
+    @staticmethod
+    def _append(lines: list[str], code: str, end: str = ";") -> range:
+        """Add the learner's `code` (then `end`) to `lines`; the line numbers it takes there."""
+        first = len(lines) + 1
+        lines += code.rstrip().split("\n")
+        lines[-1] += end
+        return range(first, len(lines) + 1)
+
+    def _index_size(self, code: str, what: str) -> str:
+        """`code` with CuPy's _ind.size() (the number of elements the kernel runs over) as a generated C
+        variable; a ValueError for any other use of _ind, which this stand-in does not have."""
+        code = re.sub(r"\b_ind\s*\.\s*size\s*\(\s*\)", "_ind_size", code)
+        for number, line in enumerate(code.split("\n"), 1):
+            found = re.search(r"\b_ind\b(\s*\.\s*\w+)?", line)
+            if found:
+                raise ValueError(f"{self.name}: line {number} of the {what} uses {found.group(0).strip()!r}; of "
+                                 "CuPy's _ind the CPU stand-in has _ind.size() (the number of elements the kernel "
+                                 "runs over), with i for this element's index: write e.g. x[_ind.size() - i - 1]")
+        return code
+
+    def _compile(self, source: str, operation: range | dict[str, range | tuple[range, ...]]) -> Program:
+        parts = operation if isinstance(operation, dict) else {"operation": operation}
         try:
             return Program(source)
         except CudaCError as exc:
-            raise type(exc)(self._lines(str(exc), operation)) from None
+            raise type(exc)(self._lines(str(exc), parts)) from None
 
-    def _lines(self, message: str, operation: range) -> str:
-        """The generated kernel's line numbers told as lines of the operation (what the learner wrote)."""
+    def _lines(self, message: str, parts: dict[str, range | tuple[range, ...]]) -> str:
+        """The generated kernel's line numbers told as lines of what the learner wrote: `parts` names the lines
+        of each piece (the operation; a ReductionKernel's map_expr, reduce_expr, ...)."""
         def line(match: re.Match[str]) -> str:
             number = int(match.group(1))
-            if number in operation:
-                return f"line {number - operation.start + 1} of the operation of {self.name}"
-            return f"line {number} of the kernel {self.name} builds around its operation"
-        return re.sub(r"line (\d+)", line, message).replace("_in_", "").replace("_out_", "")
+            for part, spans in parts.items():
+                for span in spans if isinstance(spans, tuple) else (spans,):
+                    if number in span:
+                        return f"line {number - span.start + 1} of the {part} of {self.name}"
+            return f"line {number} of the kernel {self.name} builds around its {', '.join(parts)}"
+        message = re.sub(r"line (\d+)", line, message).replace("_ind_size", "_ind.size()")
+        return message.replace("_in_", "").replace("_out_", "")
 
 
 def _block_size(block_size: Any) -> int:

@@ -87,7 +87,7 @@ class Program:
 
     def kernel(self, name: str) -> Function:
         """Kernel `name`, or a CudaCError naming the kernels there are (or why CuPy could not find it)."""
-        if name not in self.kernels and "<" in name:
+        if name not in self.kernels and isinstance(name, str) and "<" in name:
             given = ", ".join(repr(k) for k in self.kernels if "<" in k) or "none"
             raise CudaCError(f"no template instance called {name!r}: an instance is found by a name expression given "
                              f"to RawModule(code, name_expressions=[...]), written exactly as there; given: {given}")
