@@ -216,28 +216,28 @@ class Translator:
         return value
 
     def number(self, node: c_ast.Node, ctype: CType, line: int | None) -> int | float:
-        """A constant initial value (of a __constant__ or local array), converted to `ctype`."""
+        """A constant initial value (of a __constant__ array), converted to `ctype`."""
         code = self.convert(node, ctype, line)
         self.flops = 0
-        try:
-            with np.errstate(all="ignore"):
-                value = eval(code, {"__builtins__": {}}, {**_CONSTANT_NAMESPACE, **self.constants})  # noqa: S307
-        except CudaCError:
-            raise
-        except Exception:  # noqa: BLE001 - it depends on a variable
-            raise CudaCError("an initial value here must be a constant (a number or a const)", line) from None
+        value = self.evaluate(code)
+        if value is None:
+            raise CudaCError("an initial value here must be a constant (a number or a const)", line)
         return value
 
     def known(self, code: str) -> int | None:
         """The value of translated code made only of numbers and const ints, else None."""
+        value = self.evaluate(code)
+        return value if isinstance(value, int) else None
+
+    def evaluate(self, code: str) -> Any:
+        """Translated code made only of numbers and constants, evaluated now (None if it needs a variable)."""
         try:
             with np.errstate(all="ignore"):
-                value = eval(code, {"__builtins__": {}}, {**_CONSTANT_NAMESPACE, **self.constants})  # noqa: S307
+                return eval(code, {"__builtins__": {}}, {**_CONSTANT_NAMESPACE, **self.constants})  # noqa: S307
         except CudaCError:
             raise
         except Exception:  # noqa: BLE001 - it depends on a variable
             return None
-        return value if isinstance(value, int) else None
 
     # -------------------------------------------------------------------- statements
 
