@@ -521,3 +521,16 @@ extern "C" __global__ void k(const unsigned int* x, int* out, unsigned int* reve
     Program(source).launch("k", 1, 6, (x, out, reversed_))
     assert out.reshape(6, 3).tolist() == [[0, 32, 0], [1, 31, 1], [1, 0, 32], [4, 24, 5], [32, 0, 1], [2, 28, 3]]
     assert reversed_.tolist() == [0, 0x80000000, 1, 0x0F000000, 0xFFFFFFFF, 0x30000000]
+
+
+def test_const_cast_and_c_style_casts_of_pointers():
+    source = r"""
+extern "C" __global__ void k(const float* x, float* y) {
+    float* writable = const_cast<float*>(x);
+    y[threadIdx.x] = static_cast<float>(static_cast<int>(writable[threadIdx.x])) + (float)(int)2.9f;
+}
+"""
+    nvrtc_accepts(source)
+    y = np.zeros(4, np.float32)
+    Program(source).launch("k", 1, 4, (np.array([1.5, -1.5, 2.0, 7.9], np.float32), y))
+    assert y.tolist() == [3.0, 1.0, 4.0, 9.0]

@@ -66,6 +66,13 @@ def _splice(source: str) -> str:
     return "\n".join(out)
 
 
+def _digit_separators(text: str) -> str:
+    """C++14's digit separators (1'000'000) removed from numbers, outside string literals."""
+    def number(match: re.Match[str]) -> str:
+        return match.group(0) if match.group(0).startswith('"') else match.group(0).replace("'", "")
+    return re.sub(r'"(?:\\.|[^"\\])*"|(?<![A-Za-z_\'])\d[\d\']*\d', number, text)
+
+
 def _strip_comments(source: str) -> str:
     """Comments replaced by spaces (newlines kept, so line numbers stay)."""
     def blank(match: re.Match[str]) -> str:
@@ -92,7 +99,7 @@ def preprocess(source: str) -> Preprocessed:
         raise CudaCError(f"the source is {len(source):,} characters on {source.count(chr(10)) + 1:,} lines; the CPU "
                          f"executor takes at most {MAX_SOURCE:,} characters and {MAX_LINES:,} lines (was something "
                          "pasted in twice?)")
-    text, defines = _directives(_strip_comments(_splice(source)))
+    text, defines = _directives(_digit_separators(_strip_comments(_splice(source))))
     text = re.sub(r"(?<![\w.])static(?=\s+(?:__device__|__forceinline__|__inline__|inline|__host__)(?!\w))",
                   "      ", text)  # a static __device__ function: static only limits where its name is seen
     for number, line in enumerate(text.split("\n"), 1):

@@ -1097,7 +1097,6 @@ def _constant(node: c_ast.Constant, line: int | None) -> tuple[str, CType]:
     text = node.value
     if node.type == "char" or text.startswith("'"):
         return _character(text, line)
-    text = text.replace("'", "")  # C++14's digit separators: 1'000
     if node.type in ("float", "double"):
         digits = text.rstrip("fF" if node.type == "float" else "lL")
         if len(digits) > MAX_DIGITS:
