@@ -534,3 +534,26 @@ extern "C" __global__ void k(const float* x, float* y) {
     y = np.zeros(4, np.float32)
     Program(source).launch("k", 1, 4, (np.array([1.5, -1.5, 2.0, 7.9], np.float32), y))
     assert y.tolist() == [3.0, 1.0, 4.0, 9.0]
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ('extern "C" __global__ void k(const float* x) {\n x[0] = 1.0f;\n}', "line 2: a write through a pointer to const"),
+    ('extern "C" __global__ void k(const float* x) {\n const float* q = x + 1;\n *q = 1.0f;\n}',
+     "line 3: a write through a pointer to const"),
+    ('__device__ void f(float* p) { p[0] = 1; }\nextern "C" __global__ void k(const float* x) {\n f(x);\n}',
+     r'line 3: a float pointer to const \(const float\*\) where a float\* is wanted'),
+    ('extern "C" __global__ void k(const int* x) {\n atomicAdd(&x[0], 1);\n}', "line 2: atomicAdd on memory a "
+     "pointer to const points to"),
+])
+def test_const_pointers_stay_read_only_as_nvrtc_has_them(source, words):
+    nvrtc_rejects(source, "error")
+    with pytest.raises(CudaCError, match=words):
+        Program(source)
+
+
+def test_an_explicit_cast_may_drop_const_as_in_c():
+    source = 'extern "C" __global__ void k(const float* x) {\n float* p = const_cast<float*>(x);\n p[0] = 2.0f;\n}'
+    nvrtc_accepts(source)
+    x = np.zeros(1, np.float32)
+    Program(source).launch("k", 1, 1, (x,))
+    assert x[0] == 2

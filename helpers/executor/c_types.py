@@ -20,6 +20,7 @@ class CType:
     pointer: bool = False
     dims: tuple[int, ...] = ()
     shared: bool = False
+    const: bool = False  # a pointer to const (const float* x): nothing is written through it
 
     @property
     def scalar(self) -> CType:

@@ -191,7 +191,7 @@ class Translator:
             inner = self.ctype(node.type, line)
             if inner.pointer or inner.dims:
                 raise UnsupportedSyntax("a pointer to a pointer or to an array", line)
-            return CType(inner.name, pointer=True)
+            return CType(inner.name, pointer=True, const="const" in (getattr(node.type, "quals", None) or []))
         if isinstance(node, c_ast.ArrayDecl):
             inner = self.ctype(node.type, line)
             if node.dim is None:
@@ -580,6 +580,12 @@ class Translator:
         base = target
         while isinstance(base, c_ast.ArrayRef):
             base = base.name
+        if isinstance(base, c_ast.UnaryOp) and base.op == "*":
+            base = base.expr
+        if base is not target and self.type_of(base).const:
+            raise CudaCError("a write through a pointer to const (const float* x: the kernel promised only to read "
+                             "it; NVRTC: expression must be a modifiable lvalue): drop the const, or write "
+                             "elsewhere", line)
         if not isinstance(base, c_ast.ID):
             return
         var = self.lookup(base.name, line)
@@ -676,18 +682,12 @@ class Translator:
         return self.cast(code, ctype, to, line)
 
     def cast(self, code: str, frm: CType, to: CType, line: int | None) -> str:
-        if frm == NULLPTR and to.pointer:
-            return code
+        """`code` of type `frm` converted to `to` as C converts it (implicitly: an explicit cast first drops a
+        pointer's const, see expr)."""
         if frm.dims and to.pointer:  # an array used as a pointer: its first element's address
             frm, code = CType(frm.name, pointer=True), f"_c.decay({code})"
-            if to.name == frm.name:
-                return code
         if to.pointer or frm.pointer:
-            if to.pointer and frm.pointer and to.name == frm.name:
-                return code
-            if to.pointer and frm.pointer:
-                return vectors.pointer_cast(code, frm, to, line, self.mask)
-            raise UnsupportedSyntax(f"converting {frm} to {to}", line)
+            return self.pointer_cast(code, frm, to, line)
         if vectors.is_vector(frm) or vectors.is_vector(to):
             if frm == to:
                 return code
@@ -702,6 +702,22 @@ class Translator:
         if frm == to:
             return code
         return f"_to_{_id(to.name)}({code})"
+
+    def pointer_cast(self, code: str, frm: CType, to: CType, line: int | None) -> str:
+        """A pointer converted to another pointer type (nullptr to any; a float* to a float4*, checked at run
+        time for alignment); a number to a pointer or back is refused."""
+        if frm == NULLPTR and to.pointer:
+            return code
+        if not (to.pointer and frm.pointer):
+            raise UnsupportedSyntax(f"converting {frm} to {to}", line)
+        if frm.const and not to.const:
+            raise CudaCError(f"a {frm.name} pointer to const (const {frm.name}*) where a {to} is wanted: "
+                             "nothing may be written through it (NVRTC: a value of type \"const "
+                             f"{frm.name} *\" cannot be used as \"{to.name} *\"); declare the other one "
+                             "const too", line)
+        if to.name == frm.name:
+            return code
+        return vectors.pointer_cast(code, frm, to, line, self.mask)
 
     def type_of(self, node: c_ast.Node) -> CType:
         flops = self.flops
@@ -727,8 +743,7 @@ class Translator:
                 return f"_c.ldv({base}, {index}, {vectors.width(etype)}, {line}, {self.mask})", etype
             return f"_c.ld{kind}({base}, {index}, {line}, {self.mask})", etype
         if isinstance(node, c_ast.Cast):
-            to = self.ctype(node.to_type.type, line)
-            return self.convert(node.expr, to, line), to
+            return self.explicit_cast(node, line)
         if isinstance(node, c_ast.UnaryOp):
             return self.unary(node, line)
         if isinstance(node, c_ast.BinaryOp):
@@ -750,6 +765,15 @@ class Translator:
         if isinstance(node, c_ast.ExprList):
             raise UnsupportedSyntax("the comma operator (a, b): write two statements", line)
         raise UnsupportedSyntax(f"the expression {type(node).__name__}", line)
+
+    def explicit_cast(self, node: c_ast.Cast, line: int | None) -> tuple[str, CType]:
+        """(T)x, and the C++ casts lowered to it: as an implicit conversion, except that it may drop a pointer's
+        const, as C's cast and C++'s const_cast do."""
+        to = self.ctype(node.to_type.type, line)
+        code, frm = self.expr(node.expr)
+        if frm.pointer and to.pointer and frm.const:
+            frm = CType(frm.name, pointer=True)
+        return self.cast(code, frm, to, line), to
 
     def member(self, node: c_ast.StructRef, line: int | None) -> tuple[str, CType]:
         """threadIdx.x and the other built-ins' members, or a vector's (v.x)."""
@@ -834,7 +858,7 @@ class Translator:
         if not isinstance(node, c_ast.ArrayRef):
             raise UnsupportedSyntax("& of anything but an array element (&a[i]) or a __shared__ variable", line)
         kind, base, index = self.address(node, line)
-        ptype = CType(self.element_type(node).name, pointer=True)
+        ptype = CType(self.element_type(node).name, pointer=True, const=self.type_of(node.name).const)
         if kind:  # &tile[i][j]: a pointer into a shared or local array
             return f"_c.ref({base}, {index}, {line}, {self.mask})", ptype
         return f"_offset(_c, {base}, {_scaled(index, ptype)}, {line}, {self.mask})", ptype
@@ -986,6 +1010,9 @@ class Translator:
             ptr, ptype = self.cast(ptr, ptype, CType(ptype.name, pointer=True), line), CType(ptype.name, pointer=True)
         if not ptype.pointer:
             raise CudaCError(f"{name}'s first argument is an address: &a[i]", line)
+        if ptype.const:
+            raise CudaCError(f"{name} on memory a pointer to const points to: it writes there (NVRTC: no "
+                             f"instance of {name} matches)", line)
         etype = ptype.scalar
         unsigned = name in ("atomicInc", "atomicDec")
         if name in INTEGER_ATOMICS and (not is_int(etype) or (unsigned and etype != UINT)):
