@@ -115,7 +115,9 @@ class ReductionKernel:
                 return type(arg), str(arg.dtype), tuple(arg.shape)
             return (type(arg),)
 
-        key = (tuple(kind(a) for a in (*args, kwargs.get("out"))), kwargs.get("axis"), kwargs.get("keepdims"))
+        axis = kwargs.get("axis")
+        axis = tuple(axis) if isinstance(axis, list) else axis  # CuPy takes any sequence
+        key = (tuple(kind(a) for a in (*args, kwargs.get("out"))), axis, kwargs.get("keepdims"))
         try:
             hash(key)
         except TypeError:
@@ -127,12 +129,19 @@ class ReductionKernel:
         """Run the call on the CPU executor on host copies: a KernelFault is raised; anything the stand-in refuses
         (its arguments, its limits, C++ it lacks) is left for CuPy to judge."""
         def host(arg: Any) -> Any:
-            return np.array(arg.get()) if hasattr(arg, "dtype") and hasattr(arg, "get") else arg
+            return arg.get() if hasattr(arg, "dtype") and hasattr(arg, "get") else arg
 
+        arrays = [a for a in (*args, kwargs.get("out")) if hasattr(a, "dtype") and hasattr(a, "shape")]
+        if any(type(a) is np.ndarray for a in arrays) or sum(int(np.prod(a.shape)) for a in arrays) > \
+                cupy_reduction.MAX_ELEMENTS:  # CuPy refuses NumPy arrays itself; a huge one is not copied back
+            return
         wanted = {k: host(v) for k, v in kwargs.items() if k in ("out", "axis", "keepdims")}
         try:
             on_cpu(*map(host, args), **wanted)
-        except (TypeError, ValueError):  # CudaCError is a ValueError
+        except executor.KernelFault as fault:
+            if fault.kind != "step limit":  # a long loop is not a fault the GPU would hide
+                raise
+        except Exception:  # noqa: BLE001 - beyond the stand-in (its arguments, limits, C++): CuPy judges it
             return
 
     def __getattr__(self, attribute: str) -> Any:

@@ -236,3 +236,16 @@ def test_checked_cupy_leaves_what_the_stand_in_cannot_run_to_cupy(checked) -> No
     with pytest.raises(ValueError, match="axis must be None"):  # the stand-in declines; CuPy (here the fake) judges
         kernel(on_device(np.ones(3, np.float32)), axis=3)
     assert calls == [False] and fake.reductions == ["l2norm"]
+
+
+def test_unsigned_outputs_are_allocated_and_summed():
+    total = cupy_cpu.ReductionKernel("T x", "uint32 y", "x", "a + b", "y = a", "0", "usum")
+    assert int(total(np.arange(10, dtype=np.uint32))) == 45
+    assert cupy_cpu.empty(2, np.uint8).tolist() == [255, 255]  # never written: the largest value, as -1 is for int
+
+
+def test_checked_cupy_leaves_numpy_arguments_to_cupy_s_own_error(checked) -> None:
+    cupy, fake, _ = checked
+    kernel = cupy.ReductionKernel(*L2NORM)
+    kernel(np.ones(3, np.float32))  # not checked on the executor: CuPy itself refuses a NumPy array
+    assert fake.reductions == ["l2norm"]

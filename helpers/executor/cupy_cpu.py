@@ -32,6 +32,7 @@ from .cupy_reduction import ReductionKernel  # noqa: F401 - cupy.ReductionKernel
 from .front import CudaCError
 from .memory import KernelFault
 from .program import Program
+from .runtime import MAX_STEPS
 
 #: The most seconds profiler.benchmark spends here, warm-up included, whatever it is asked for.
 STAND_IN_SECONDS = 10.0
@@ -87,7 +88,8 @@ def asnumpy(a: Any) -> np.ndarray:
 
 
 def empty(shape: int | Sequence[int], dtype: Any = float) -> np.ndarray:
-    """Uninitialised memory, as on a GPU: NaN for floats, -1 for integers, so a value never written shows."""
+    """Uninitialised memory, as on a GPU: NaN for floats, -1 for integers (the largest value for unsigned ones),
+    so a value never written shows."""
     dims = (shape,) if isinstance(shape, Integral) else tuple(shape) if isinstance(shape, tuple | list) else None
     if dims is None or any(isinstance(d, bool) or not isinstance(d, Integral) or d < 0 for d in dims):
         raise ValueError(f"shape must be a whole number of elements, zero or more, or a tuple of them; got "
@@ -96,7 +98,7 @@ def empty(shape: int | Sequence[int], dtype: Any = float) -> np.ndarray:
         raise ValueError(f"shape {shape!r:.60} is too large for the CPU stand-in (at most {MAX_ELEMENTS * 64:,} "
                          "elements)")
     want = _dtype("dtype", dtype) or np.dtype(float)
-    return np.full(dims, np.nan if want.kind in "fc" else -1, dtype=want)
+    return np.full(dims, np.nan if want.kind in "fc" else np.iinfo(want).max if want.kind == "u" else -1, dtype=want)
 
 
 def empty_like(a: Any, dtype: Any = None) -> np.ndarray:
@@ -269,10 +271,10 @@ class ElementwiseKernel:
                   [*args, np.int64(count)])
 
     def _run(self, program: Program, parts: dict[str, range | tuple[range, ...]], grid: tuple[int, ...],
-             block: tuple[int, ...], args: list[Any]) -> None:
+             block: tuple[int, ...], args: list[Any], max_steps: int = MAX_STEPS) -> None:
         """Launch the generated kernel; a fault names the line of the learner's code (`parts`, see _lines)."""
         try:
-            program.launch(self.name, grid, block, args)
+            program.launch(self.name, grid, block, args, max_steps=max_steps)
         except KernelFault as fault:
             raise KernelFault(fault.kind, self._lines(str(fault), parts), thread=fault.thread,
                               block=fault.block, line=fault.line) from None

@@ -22,6 +22,7 @@ from ..cupy_params import C_TYPES
 from ..validate import flag
 from .arguments import MAX_LAUNCH_THREADS as MAX_ELEMENTS
 from .program import Program
+from .runtime import MAX_STEPS
 
 #: The most threads a block reduces with, and the most threads a launch has in all (ElementwiseKernel's).
 BLOCK_THREADS, LAUNCH_THREADS = 256, 128 * 1024
@@ -99,8 +100,11 @@ class ReductionKernel:
         if source not in self._programs:
             self._programs[source] = (self._kernel._compile(source, parts), parts)
         program, parts = self._programs[source]
-        self._kernel._run(program, parts, (min(n, LAUNCH_THREADS // threads),), (threads,),
-                          [*values, *(o.reshape(-1) for o in outs), np.int64(count), np.int64(n)])
+        grid = min(n, LAUNCH_THREADS // threads)
+        rounds = (-(-n // grid)) * (-(-count // threads) + threads.bit_length())  # the loops' rounds, at least
+        self._kernel._run(program, parts, (grid,), (threads,),
+                          [*values, *(o.reshape(-1) for o in outs), np.int64(count), np.int64(n)],
+                          max_steps=MAX_STEPS + 64 * rounds)  # a long reduction is not an endless loop
 
     def _source(self, types: dict[str, np.dtype], scalars: list[bool], threads: int) -> tuple[str, Parts]:
         """The whole kernel for the executor, and the lines of it that are each expression the learner wrote."""
