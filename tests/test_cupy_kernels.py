@@ -249,3 +249,9 @@ def test_checked_cupy_leaves_numpy_arguments_to_cupy_s_own_error(checked) -> Non
     kernel = cupy.ReductionKernel(*L2NORM)
     kernel(np.ones(3, np.float32))  # not checked on the executor: CuPy itself refuses a NumPy array
     assert fake.reductions == ["l2norm"]
+
+
+def test_a_scalar_argument_is_seen_by_post_map_expr_as_by_map_expr():
+    mean_over = cupy_cpu.ReductionKernel("T x, T d", "T y", "x", "a + b", "y = a / d", "0", "mean_over")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_allclose(mean_over(x, np.float32(4), axis=1), x.mean(axis=1))

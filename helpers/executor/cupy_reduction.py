@@ -126,6 +126,8 @@ class ReductionKernel:
         second = kernel._append(lines, self.reduce_expr, "")
         lines += [");", "}", "__syncthreads();", "}", "if (threadIdx.x == 0) {", "a = _s[0];"]
         lines += [f"{kernel._c_type(types, p)} {p.name};" for p in self.outputs]
+        lines += [f"const {kernel._c_type(types, p)} {p.name} = _in_{p.name};"  # scalars: seen by post_map_expr too
+                  for p, scalar in zip(kernel.inputs, scalars, strict=True) if scalar and not p.raw]
         post = kernel._append(lines, self.post_map_expr)
         lines += [f"_out_{p.name}[_j] = {p.name};" for p in self.outputs]
         lines += ["}", "__syncthreads();", "}", "}"]
