@@ -29,13 +29,16 @@ def signature(grid: Any, block: Any, args: Any) -> tuple[Any, ...]:
     """What check_launch judges a launch by: the shape of the launch and each argument's type, dtype and layout
     (values apart: a launch with other data but the same signature passes or fails alike)."""
 
-    def kind(arg: Any) -> tuple[Any, ...]:
-        if hasattr(arg, "dtype") and hasattr(arg, "shape"):
-            flags = getattr(arg, "flags", None)
-            return type(arg), str(arg.dtype), len(arg.shape), getattr(flags, "c_contiguous", None)
-        return (type(arg),)
+    return grid, block, tuple(_kind(arg) for arg in args) if isinstance(args, tuple) else ("not a tuple", type(args))
 
-    return grid, block, tuple(kind(arg) for arg in args) if isinstance(args, tuple) else ("not a tuple", type(args))
+
+def _kind(arg: Any, shape: bool = False) -> tuple[Any, ...]:
+    """An argument's type, dtype, number of dimensions (or, with `shape`, its shape) and contiguity."""
+    if hasattr(arg, "dtype") and hasattr(arg, "shape"):
+        flags = getattr(arg, "flags", None)
+        return (type(arg), str(arg.dtype), tuple(arg.shape) if shape else len(arg.shape),
+                getattr(flags, "c_contiguous", None))
+    return (type(arg),)
 
 
 class RawKernel:
@@ -110,14 +113,9 @@ class ReductionKernel:
     @staticmethod
     def _signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
         """Each argument's type, dtype and shape, then axis and keepdims; None if something cannot be hashed."""
-        def kind(arg: Any) -> tuple[Any, ...]:
-            if hasattr(arg, "dtype") and hasattr(arg, "shape"):
-                return type(arg), str(arg.dtype), tuple(arg.shape)
-            return (type(arg),)
-
         axis = kwargs.get("axis")
         axis = tuple(axis) if isinstance(axis, list) else axis  # CuPy takes any sequence
-        key = (tuple(kind(a) for a in (*args, kwargs.get("out"))), axis, kwargs.get("keepdims"))
+        key = (tuple(_kind(a, shape=True) for a in (*args, kwargs.get("out"))), axis, kwargs.get("keepdims"))
         try:
             hash(key)
         except TypeError:

@@ -10,12 +10,14 @@ from .errors import CudaCError, UnsupportedSyntax
 #: The most printf lines one launch prints (a GPU's printf buffer, 1 MB by default, also drops the rest).
 MAX_PRINTED = 1000
 _SPEC = re.compile(r"%([-+ #0]*)(\d*)(?:\.(\d+))?(hh|h|ll|l|z)?([diuxXfFeEgGcs%])")
-_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "0": "", "r": "\r"}
+#: C's simple escapes (the letter after the backslash) and the characters they stand for.
+ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b",
+           "f": "\f", "v": "\v"}
 
 
 def python_format(literal: str, count: int, line: int) -> str:
     """The C string literal `literal` ("...", with its quotes) as a Python format for `count` values."""
-    text = re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), literal[1:-1])
+    text = re.sub(r"\\(.)", lambda m: ESCAPES.get(m.group(1), m.group(1)), literal[1:-1]).split("\0")[0]
     specs = 0
     out, last = [], 0
     for match in _SPEC.finditer(text):

@@ -41,6 +41,7 @@ from .c_types import (
     type_name,
 )
 from .front import CudaCError, UnsupportedSyntax, has_side_effects
+from .printing import ESCAPES
 
 #: CUDA's fast-math intrinsics of one and two floats (the GPU's approximate or explicitly rounded versions; here
 #: NumPy's float32 functions, which are at least as accurate).
@@ -428,7 +429,7 @@ class Translator:
             raise UnsupportedSyntax("a function declared inside a function", line)
         if "register" in (node.storage or []):
             raise UnsupportedSyntax("__constant__ inside a function: declare it at file scope", line)
-        if _is_array(node.type):
+        if isinstance(node.type, c_ast.ArrayDecl):
             self.array(node, depth, line)
             return
         ctype = self.declared_type(node, line)
@@ -1102,10 +1103,6 @@ def _scaled(index: str, ptype: CType) -> str:
     return index if n == 1 else f"({index}) * {n}"
 
 
-def _is_array(node: c_ast.Node) -> bool:
-    return isinstance(node, c_ast.ArrayDecl)
-
-
 def _lambda(k: int, code: str, flops: int) -> str:
     """The translated code of a mask's lanes as a lambda of that mask, counting its FLOPs for those lanes."""
     return f"lambda _m{k}: " + (f"_fl(_c, {flops}, _m{k}, _b, {code})" if flops else code)
@@ -1159,16 +1156,12 @@ def _constant(node: c_ast.Constant, line: int | None) -> tuple[str, CType]:
 def _character(text: str, line: int | None) -> tuple[str, CType]:
     """A character constant ('A', '\\n') as its code, of type char (as in C++)."""
     body = text[1:-1]
-    value = _ESCAPES.get(body, ord(body) if len(body) == 1 and body != "\\" else None)
+    escaped = ESCAPES.get(body[1:]) if len(body) == 2 and body[0] == "\\" else None
+    value = ord(escaped) if escaped is not None else ord(body) if len(body) == 1 and body != "\\" else None
     if value is None or value > 127:
         raise UnsupportedSyntax(f"the character {text[:12]}: the executor reads one ASCII character or a simple "
                                 "escape ('\\n', '\\0')", line)
     return str(value), CType("char")
-
-
-#: Character escapes ('\n') and their codes.
-_ESCAPES = {"\\n": 10, "\\t": 9, "\\r": 13, "\\0": 0, "\\\\": 92, "\\'": 39, '\\"': 34, "\\a": 7, "\\b": 8,
-            "\\f": 12, "\\v": 11}
 
 
 def _name(node: c_ast.Node) -> str:
