@@ -33,7 +33,7 @@ RATIO_LIMIT = 2.0
 UNPINNED = re.compile(r"github\.com/[^/\s]+/[^/\s]+/blob/(?:main|master)/")
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
-_RATES = {"TFLOP/s": 1e12, "FLOP/s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "GiB/s": 2**30}
+_RATES = {"TFLOP/s": 1e12, "GFLOP/s": 1e9, "FLOP/s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "GiB/s": 2**30}
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 def _work(model: dict[str, Any]) -> float:
     """FLOPs (a matmul) or bytes (anything else) the source's rate counts per call."""
-    matmul = model["op"] in ("matmul", "pallas_matmul")
+    matmul = model["op"] in ("matmul", "pallas_matmul", "sgemm_rung")
     return 2.0 * model["m"] * model["k"] * model["n"] if matmul else float(model["bytes"])
 
 
@@ -81,17 +81,30 @@ def predicted_seconds(model: dict[str, Any]) -> float:
     if model["op"] == "pallas_matmul":
         return roofline.predict_pallas_matmul_seconds(spec, model["m"], model["k"], model["n"], model["bm"],
                                                       model["bk"], model["bn"], model["dtype"], timed=timed)
+    if model["op"] == "sgemm_rung":  # chapter 07's kernel of that rung, counted on the CPU executor
+        from . import make_it_fast
+
+        if not model["m"] == model["k"] == model["n"]:
+            raise ValueError(f"sgemm_rung rows are square products; got {_sizes(model)}")
+        return make_it_fast.predict(model["rung"], spec, model["n"]).seconds
     if model["op"] == "elementwise":
         return roofline.predict_seconds(spec, flops=0, bytes=model["bytes"], dtype=None, call="cupy", timed=timed)
     if model["op"] == "copy":
         return roofline.predict_copy_seconds(spec, model["bytes"], timed=timed, memory=model["memory"])
-    raise ValueError(f"model op {model['op']!r} is not one of matmul, pallas_matmul, elementwise, copy, call")
+    raise ValueError(f"model op {model['op']!r} is not one of matmul, pallas_matmul, sgemm_rung, elementwise, copy, "
+                     "call")
 
 
 def checks(rows: list[dict[str, Any]] | None = None) -> list[Check]:
     """Every row the model is checked against, with its measured and predicted seconds."""
     return [Check(r, measured_seconds(r), predicted_seconds(r["model"]))
             for r in (load() if rows is None else rows) if "op" in r["model"]]
+
+
+def rung_checks() -> tuple[list[Check], list[LeftOut]]:
+    """Chapter 07's rows: the published SGEMM rungs checked against the kernel model, and those left out (why)."""
+    rung_rows = [r for r in load() if r["operation"] == "sgemm"]
+    return checks(rung_rows), left_out(rung_rows)
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,8 @@ def _sizes(model: dict[str, Any]) -> str:
     if model["op"] == "pallas_matmul":
         return (f"({model['m']}, {model['k']}) @ ({model['k']}, {model['n']}) {model['dtype']}, blocks "
                 f"{model['bm']} x {model['bk']} x {model['bn']}")
+    if model["op"] == "sgemm_rung":
+        return f"({model['m']}, {model['k']}) @ ({model['k']}, {model['n']}) float32, chapter 07's rung {model['rung']}"
     return f"{model['bytes'] / 1e6:,.4g} MB moved"
 
 

@@ -147,6 +147,15 @@ TERMS: tuple[Term, ...] = (
     Term("grid-stride loop", (r"(?i)\bgrid-stride",), "A kernel loop in which each thread handles element i, then "
          "i + (all threads in the grid), ...: any array size works with any number of threads."),
     Term("warp", (r"\bwarps?\b",), "32 GPU threads that run in lock step: one instruction at a time for all 32."),
+    Term("coalesced", (r"(?i)\bcoalesc(?:e|es|ed|ing)\b",), "A warp's memory access whose 32 addresses lie side "
+         "by side, so the GPU serves them with the fewest 32-byte sectors: 4 for 32 neighbouring floats."),
+    Term("sector", (r"(?i)\bsectors?\b",), "The 32 bytes a GPU's memory system moves at a time: a warp's request "
+         "costs as many sectors as its addresses touch."),
+    Term("bank conflict", (r"(?i)\bbank conflicts?\b", r"(?i)\bconflict-free\b"), "Shared memory is 32 banks, "
+         "each serving one 4-byte word per clock: two lanes of a warp wanting different words of one bank wait one "
+         "pass each."),
+    Term("occupancy", (r"(?i)\boccupancy\b",), "How many warps an SM holds at once, of the most it can: its blocks' "
+         "threads, shared memory and registers limit it. More warps hide more waiting."),
     Term("divergence", (r"(?i)\bdiverg(?:e|es|ed|ence|ent|ing)\b",), "Threads of one warp taking different branches: "
          "the warp runs each path in turn, with the other lanes idle."),
     Term("SM", (r"\bSMs?\b", r"(?i)streaming multiprocessor"), "Streaming multiprocessor: one of a GPU's cores "

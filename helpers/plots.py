@@ -8,6 +8,7 @@ markers so they can never be mistaken for measurements.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
@@ -544,3 +545,41 @@ def _predicted_rates(i: int, label: str, prediction: tuple[Sequence[float], Sequ
                       "%{y:,.4g} GFLOP/s<extra></extra>")
 
 __all__ = ["gflops_bars", "gflops_by_size", "power_label", "roofline", "scaling", "speedup_bars"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 07: a ladder of kernels on one roofline.
+
+
+def kernel_ladder(device: Device, points: Sequence[tuple[str, float, float, float | None]],
+                  title: str | None = None) -> go.Figure:
+    """Kernels on the device's float32 roofline: each at its FLOPs per DRAM byte, hollow at its predicted rate and,
+    where a GPU measured it, filled at the measured one. points: (label, intensity, predicted FLOP/s, measured
+    FLOP/s or None). Far below the roofs means another unit (shared memory, the L1, issue) sets the speed."""
+    full = roofs(device)
+    r = dataclasses.replace(full, compute=(full.roof("float32"),))
+    if not points:
+        raise ValueError("points must list at least one (label, intensity, predicted FLOP/s, measured or None)")
+    ridges = [r.compute[0].flops / r.bandwidth]
+    xs = ridges + [p[1] for p in points]
+    x_range = min(xs) / 10, max(xs) * 10
+    fig = figure(title or f"The ladder on the {r.device}'s float32 roofline", height=580)
+    _add_roofs(fig, r, ridges, x_range)
+    fig.add_trace(go.Scatter(
+        x=[p[1] for p in points], y=[p[2] / 1e9 for p in points], mode="markers+text", name="predicted",
+        text=[p[0] for p in points], textposition="bottom right", textfont=dict(color=PREDICTION_COLOUR, size=11),
+        marker=dict(symbol="circle-open", size=13, color=PREDICTION_COLOUR, line=dict(width=2.5)),
+        hovertext=[f"<b>{escape(p[0])}</b>: predicted {p[2] / 1e9:,.0f} GFLOP/s at {p[1]:.3g} FLOP per DRAM byte"
+                   for p in points], hovertemplate="%{hovertext}<extra></extra>"))
+    measured = [p for p in points if p[3] is not None]
+    if measured:
+        fig.add_trace(go.Scatter(
+            x=[p[1] for p in measured], y=[p[3] / 1e9 for p in measured], mode="markers", name="measured here",
+            marker=dict(symbol="circle", size=11, color=colour("cupy"), line=dict(color="white", width=1)),
+            hovertext=[f"<b>{escape(p[0])}</b>: measured {p[3] / 1e9:,.0f} GFLOP/s" for p in measured],
+            hovertemplate="%{hovertext}<extra></extra>"))
+    _roofline_layout(fig, r, [], r.bandwidth_origin == "published", x_range)
+    fig.update_layout(xaxis=dict(title=dict(text="FLOPs per byte from DRAM (the cache model)")),
+                      yaxis=dict(range=_log_range([p[2] / 1e9 for p in points] + [p[3] / 1e9 for p in measured]
+                                                  + [r.compute[0].flops / 1e9], pad=0.35)))
+    return fig

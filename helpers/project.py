@@ -46,6 +46,9 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("06_when_to_use_which.ipynb", "When to use which",
             "Where accelerators lose: chains of steps, branches, small work, copies and serial parts; "
             "predict the winner and the bill.", 45),
+    Chapter("07_make_it_fast.ipynb", "Make it fast",
+            "Advanced, after 03: a matmul kernel from naive to register-blocked, explained by counting what each warp "
+            "does, predicted for real GPUs and measured against cuBLAS.", 60, "GPU"),
 )
 
 

@@ -623,3 +623,169 @@ def _estimate(device: Device, name: str, *, flops: float, nbytes: float, calls: 
     if capacity and footprint > capacity:
         return Estimate(name, terms, False, f"needs {footprint / 1e9:,.0f} GB, {holds} {capacity / 1e9:,.0f} GB")
     return Estimate(name, terms)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A kernel from its counters (chapter 07): the passes each SM must make through its units, and whether it holds
+# enough warps to keep them busy. docs/predictions.md writes out the assumptions; each constant names its source.
+
+_GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/"
+#: Warp schedulers per SM: each issues one instruction of one warp per clock.
+SCHEDULERS = Cost(4, "warp schedulers per SM, each issuing one warp instruction per clock",
+                  f"NVIDIA's CUDA C++ Programming Guide ({_GUIDE}), 'Multiprocessor Level': '16 active warps per "
+                  "multiprocessor (4 cycles, 4 warp schedulers)'; NVIDIA's Volta tuning guide: 'Each Volta SM includes "
+                  "4 warp-scheduler units'")
+#: Clocks before an arithmetic result can be used: a warp with one chain of multiply-adds waits this long each.
+ARITHMETIC_LATENCY = Cost(4, "clocks from one arithmetic instruction to the next that needs its result",
+                          f"NVIDIA's CUDA C++ Programming Guide ({_GUIDE}), 'Multiprocessor Level': 'On devices of "
+                          "compute capability 7.x, for most arithmetic instructions, it is typically 4 clock cycles. "
+                          "This means that 16 active warps per multiprocessor (4 cycles, 4 warp schedulers) are "
+                          "required to hide arithmetic instruction latencies'")
+#: Shared-memory passes (wavefronts) one SM serves per clock: 32 banks, 32 bits each.
+SHARED_PASSES_PER_CLOCK = Cost(1, "shared-memory passes served per clock per SM (32 banks x 32 bits)",
+                               f"NVIDIA's CUDA C++ Programming Guide ({_GUIDE}), 'Shared Memory' (5.x, and 7.x "
+                               "'behaves the same way'): 'Shared memory has 32 banks ... Each bank has a bandwidth of "
+                               "32 bits per clock cycle'")
+#: 128-byte lines the L1 cache looks up per clock per SM: a request touching 32 lines takes 32 clocks.
+L1_LINES_PER_CLOCK = Cost(1, "128-byte lines an SM's L1 cache looks up per clock",
+                          "NVIDIA's Nsight Compute Kernel Profiling Guide (https://docs.nvidia.com/nsight-compute/"
+                          "ProfilingGuide/): 'there is a notion of processing one wavefront per cycle in L1TEX', and "
+                          "'If not all cache lines or sectors can be accessed in a single wavefront, multiple "
+                          "wavefronts are created'; assumed: one 128-byte line per wavefront (no NVIDIA document found "
+                          "says how many lines one wavefront holds)")
+#: FLOPs a warp's multiply-add instruction does: 32 lanes, a multiply and an add each.
+WARP_FMA_FLOPS = 64
+
+
+@dataclass(frozen=True)
+class KernelWork:
+    """What one launch of a kernel does, counted (chapter 07 counts it on the CPU executor and scales it up)."""
+
+    flops: float
+    shared_passes: float  # shared-memory wavefronts: requests times the passes each needs (bank conflicts)
+    global_lines: float  # 128-byte lines the global requests touch (the L1's look-ups)
+    requests: float  # global and shared load and store requests: each is one instruction a scheduler issues
+    dram_bytes: float  # bytes that reach DRAM after the caches (matmul_dram_bytes: the cache model)
+    threads_per_block: int
+    shared_bytes_per_block: int
+    sums_per_thread: int = 1  # independent chains of multiply-adds per thread (its outputs)
+    registers_per_thread: int | None = None  # where known (a GPU's kernel.num_regs); None: not counted
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """How many of a kernel's blocks one SM holds at once, and what stops it holding more."""
+
+    blocks_per_sm: int
+    warps_per_sm: int
+    max_warps: int
+    limited_by: str  # "threads", "blocks", "shared memory" or "registers"
+
+    @property
+    def fraction(self) -> float:
+        """Resident warps over the most the SM can hold: 1.0 is full occupancy."""
+        return self.warps_per_sm / self.max_warps
+
+
+def _gpu_spec(device: Device) -> tuple[specs.DeviceSpec, specs.SMLimits]:
+    spec = published_spec(device if isinstance(device, str | specs.DeviceSpec) else str(device))
+    return spec, specs.sm_limits(spec)
+
+
+def occupancy(device: Device, threads_per_block: int, shared_bytes_per_block: int = 0,
+              registers_per_thread: int | None = None) -> Occupancy:
+    """Blocks of this size one SM of `device` holds at once (its threads, blocks, shared memory and, where given,
+    registers limit it); a ValueError when one block cannot run at all."""
+    spec, sm = _gpu_spec(device)
+    threads = positive_int("threads_per_block", threads_per_block)
+    shared = int(_amount("shared_bytes_per_block", shared_bytes_per_block))
+    if threads > specs.MAX_BLOCK_THREADS:
+        raise ValueError(f"{threads:,} threads per block: a block holds at most {specs.MAX_BLOCK_THREADS:,}")
+    if shared > specs.MAX_STATIC_SHARED:
+        raise ValueError(f"{shared:,} bytes of shared memory per block: a block's __shared__ arrays may hold at "
+                         f"most {specs.MAX_STATIC_SHARED:,} bytes (48 KiB)")
+    warps = -(-threads // 32)
+    limits = {"threads": sm.max_threads // (warps * 32), "blocks": sm.max_blocks}
+    if shared:
+        limits["shared memory"] = sm.shared_bytes // shared
+    if registers_per_thread:
+        limits["registers"] = sm.registers // (positive_int("registers_per_thread", registers_per_thread) * warps * 32)
+    limited_by = min(limits, key=lambda k: limits[k])
+    blocks = limits[limited_by]
+    if blocks == 0:
+        raise ValueError(f"one block of {threads:,} threads does not fit on an SM of the {spec.name}: "
+                         f"{limited_by} run out")
+    return Occupancy(blocks, blocks * warps, sm.max_threads // 32, limited_by)
+
+
+def sm_clock(device: Device) -> float:
+    """An SM's clock (Hz) as the published float32 peak implies it: peak / (2 x SMs x float32 lanes per SM)."""
+    spec, sm = _gpu_spec(device)
+    return spec.peak_flops["float32"] / (2 * spec.sms * sm.fp32_lanes)  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """A kernel's predicted time: each unit's share, the one that bounds it, and the occupancy behind it."""
+
+    seconds: float
+    terms: dict[str, float]
+    occupancy: Occupancy
+    hidden: float  # the share of arithmetic latency the resident warps hide (1.0: all of it)
+
+    @property
+    def bound(self) -> str:
+        """The unit the kernel waits on: the largest term."""
+        return max(self.terms, key=lambda k: self.terms[k])
+
+
+def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
+    """Seconds one launch of a kernel takes on the GPU `device` (a published spec), from what it does.
+
+    Each SM's units work side by side, so the slowest sets the time: arithmetic at the share of the float32 peak
+    a tuned matmul reaches (MATMUL_EFFICIENCY), one instruction per scheduler per clock, shared memory one pass
+    per clock, the L1 one line per clock, DRAM at MEMORY_EFFICIENCY of its bandwidth; plus the kernel's floor.
+    Too few warps to cover ARITHMETIC_LATENCY stretch the arithmetic and the issue terms.
+    """
+    if not isinstance(work, KernelWork):
+        raise TypeError(f"work must be a roofline.KernelWork; got {type(work).__name__}")
+    spec, sm = _gpu_spec(device)
+    occ = occupancy(spec, work.threads_per_block, work.shared_bytes_per_block, work.registers_per_thread)
+    clocks = spec.sms * sm_clock(spec)  # type: ignore[operator]
+    needed = SCHEDULERS.value * ARITHMETIC_LATENCY.value
+    hidden = min(1.0, occ.warps_per_sm * positive_int("sums_per_thread", work.sums_per_thread) / needed)
+    flops = _amount("flops", work.flops)
+    terms = {
+        "arithmetic": flops / (spec.peak_flops["float32"] * MATMUL_EFFICIENCY["gpu"].value) / hidden,
+        "issue": (flops / WARP_FMA_FLOPS + _amount("requests", work.requests)) / (SCHEDULERS.value * clocks) / hidden,
+        "shared memory": _amount("shared_passes", work.shared_passes) / (SHARED_PASSES_PER_CLOCK.value * clocks),
+        "L1 lines": _amount("global_lines", work.global_lines) / (L1_LINES_PER_CLOCK.value * clocks),
+        "DRAM": _amount("dram_bytes", work.dram_bytes) / (spec.peak_bandwidth * MEMORY_EFFICIENCY["gpu"].value),
+    }
+    return KernelTime(max(terms.values()) + KERNEL_FLOOR["gpu"].value, terms, occ, hidden)
+
+
+def matmul_dram_bytes(n: int, tile: tuple[int, int], resident_blocks: int, l2_bytes: int | None,
+                      rows_first: bool = False, itemsize: int = 4) -> float:
+    """Bytes an n x n x n matmul kernel moves between DRAM and the chip, by the cache model of docs/predictions.md.
+
+    Blocks start in the order of blockIdx.x (along rows of C when rows_first, else along columns), each computing
+    a tile (rows, cols) of C, and `resident_blocks` run at once, moving along k together: such a wave reads its
+    rows of A and its columns of B from DRAM once and shares them through the L2, as long as the L2 holds what the
+    wave reads in one 128-byte step along k. Without that (or with no L2 size on file) every block reads its own
+    rows and columns from DRAM. C is written once.
+    """
+    n, resident = positive_int("n", n), positive_int("resident_blocks", resident_blocks)
+    rows, cols = (positive_int("tile rows", tile[0]), positive_int("tile cols", tile[1]))
+    down, across = -(-n // rows), -(-n // cols)  # tiles along each side of C
+    blocks = down * across
+    first, second = (down, across) if rows_first else (across, down)
+    wave_first = min(resident, first)
+    wave_second = -(-min(resident, blocks) // first)
+    wave_rows, wave_cols = (wave_first, wave_second) if rows_first else (wave_second, wave_first)
+    step = (wave_rows * rows + wave_cols * cols) * 128  # a 128-byte line of each row of A and column of B
+    if l2_bytes and step <= l2_bytes:
+        per_wave = (wave_rows * rows + wave_cols * cols) * n * itemsize
+        waves = blocks / min(resident, blocks)
+        return waves * per_wave + n * n * itemsize
+    return blocks * (rows + cols) * n * itemsize + n * n * itemsize

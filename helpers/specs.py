@@ -35,6 +35,11 @@ class DeviceSpec:
     l2_source: str = ""  # where the L2 size was published, with its address; or why there is none
     #: Public addresses of the documents the peaks, bandwidth and memory come from (`source` names them).
     urls: tuple[str, ...] = field(default=(), repr=False)
+    #: Streaming multiprocessors (SMs) and the compute capability, where published (GPUs; None otherwise): with
+    #: SM_LIMITS they say what one SM holds and does per clock, which chapter 07's kernel model needs.
+    sms: int | None = None
+    compute_capability: str | None = None
+    sms_source: str = ""
 
     def peak_for(self, dtype: str) -> float | None:
         """Peak FLOP/s for `dtype` ('float32', 'tf32', 'float16', 'bfloat16'), or None if not published."""
@@ -82,6 +87,15 @@ _H100_L2 = (f"50 MB L2 cache on H100 SXM5 and H100 PCIe (NVIDIA's H100 table, {_
 #: "with sparsity" figures, as the note says.
 _NVL_PEAKS = {"float32": 60 * TERA, "tf32": 417.5 * TERA, "float16": 835.5 * TERA, "bfloat16": 835.5 * TERA}
 _NVL_DENSE = "NVIDIA states TF32 835 and FP16/BF16 1,671 TFLOPS with sparsity; these are the dense halves. "
+_SYSRQMTS_A6000 = "https://sysrqmts.com/es/gpus/compare/nvidia-rtx-a6000-vs-nvidia-tesla-p40"
+_RTX3090_TABLE = "https://holynerdvana.blogspot.com/2022/10/nvidia-geforce-rtx-3090-specifications.html"
+_SUMMIT_V100 = "https://www.olcf.ornl.gov/for-users/system-user-guides/summit/nvidia-v100-gpus/"
+_A100_SMS = ("6,912 FP32 cores at 64 per SM: 108 SMs (NVIDIA's V100/A100 table, 'FP32 Cores / SM 64', 'FP32 Cores / "
+             "GPU ... 6912', as republished at https://www.hardwaretimes.com/nvidia-ampere-architectural-analysis-a-look-"
+             "at-the-a100-tensor-core-gpu/); compute capability 8.0: NVIDIA's Ampere tuning guide, 'compute capability "
+             "8.0 (i.e., A100 GPUs)'")
+_H100_SMS = ("'132' SMs, 'Compute capability 9.0' for the H100 SXM5 (NVIDIA, Hopper Architecture In-Depth, table 3, "
+             f"{_HOPPER_BLOG})")
 _HOPPER_NO_L2 = ("not published: NVIDIA's {card} pages give no L2 size and no public deviceQuery of this card was "
                  "found, so none is assumed (on the card itself, CuPy's getDeviceProperties(0)['l2CacheSize'] "
                  "reads it)")
@@ -98,6 +112,10 @@ GPUS: tuple[DeviceSpec, ...] = (
         l2_source=("4 MB: a published deviceQuery on a Tesla T4 reads 'L2 Cache Size: 4194304 bytes' "
                    f"({_DEVICEQUERY_T4_A100}); the T4 datasheet gives no L2 size"),
         urls=(_T4_SHEET,),
+        sms=40, compute_capability="7.5",
+        sms_source=("third-party: 'SM count 40', 'CUDA 7.5' (https://sysrqmts.com/en/gpus/nvidia/tesla/t4); NVIDIA's "
+                    "T4 datasheet gives 2,560 CUDA cores, and Turing has 64 FP32 cores per SM (CUDA C++ Programming "
+                    "Guide)"),
     ),
     DeviceSpec(
         "NVIDIA L4", "gpu",
@@ -114,6 +132,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         1555 * GIGA, 40e9, "Colab", "NVIDIA A100 datasheet",
         aliases=("a100-sxm4-40gb", "a100 40gb", "a100 40gb sxm", "a100-sxm-40gb"),
         l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_40_SHEET, _AMPERE_BLOG, _A100_TABLE),
+        sms=108, compute_capability="8.0", sms_source=_A100_SMS,
     ),
     DeviceSpec(
         "NVIDIA A100 40GB PCIe", "gpu",
@@ -122,6 +141,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         notes="Same published peaks and 1,555 GB/s as the 40GB SXM card; a lower power limit (250 W against 400 W).",
         aliases=("a100-pcie-40gb", "a100 pcie 40gb"),
         l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_40_SHEET, _A100_TABLE),
+        sms=108, compute_capability="8.0", sms_source=_A100_SMS,
     ),
     DeviceSpec(
         "NVIDIA A100 80GB", "gpu",
@@ -129,6 +149,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         2039 * GIGA, 80e9, "cloud", "NVIDIA A100 datasheet",
         aliases=("a100-sxm4-80gb", "a100 80gb", "a100-sxm-80gb", "a100 80gb sxm"),
         l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_80_SHEET, _A100_TABLE),
+        sms=108, compute_capability="8.0", sms_source=_A100_SMS,
     ),
     DeviceSpec(
         "NVIDIA A100 80GB PCIe", "gpu",
@@ -137,6 +158,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         notes="Same published peaks as the SXM card; 1,935 GB/s against the SXM's 2,039 GB/s.",
         aliases=("a100-pcie-80gb", "a100 pcie 80gb"),
         l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_80_SHEET, _A100_TABLE),
+        sms=108, compute_capability="8.0", sms_source=_A100_SMS,
     ),
     DeviceSpec(
         "NVIDIA H100 SXM", "gpu",
@@ -144,6 +166,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         3350 * GIGA, 80e9, "Colab (limited), cloud", "NVIDIA H100 datasheet; jax-ml/scaling-book gpus.md",
         aliases=("h100 80gb hbm3", "h100 sxm", "h100 sxm5"),
         l2_bytes=50 * MIB, l2_source=_H100_L2, urls=(_H100_PAGE, _HOPPER_PAPER),
+        sms=132, compute_capability="9.0", sms_source=_H100_SMS,
     ),
     DeviceSpec(
         "NVIDIA H100 PCIe", "gpu",
@@ -177,6 +200,46 @@ GPUS: tuple[DeviceSpec, ...] = (
                "Same 141 GB at 4.8 TB/s as the H200 SXM, lower peaks."),
         aliases=("h200 nvl",),
         l2_source=_HOPPER_NO_L2.format(card="H200 NVL"), urls=(_H200_PAGE,),
+    ),
+    DeviceSpec(
+        "NVIDIA RTX A6000", "gpu", {"float32": 38.71 * TERA},
+        768 * GIGA, 48e9, "workstations; Simon Boehm's SGEMM worklog",
+        "third-party: sysrqmts.com's RTX A6000 column ('Desempeño FP32 (flotante) | 38.71 TFLOPS', 'Ancho de banda | "
+        "768.0 GB/s', 'Conteo SM | 84', 'Caché L2 | 6 MB'); NVIDIA's datasheet was not read",
+        notes="Only the float32 (CUDA-core) peak is on file: chapter 07's SGEMM ladder needs no other.",
+        aliases=("rtx a6000", "a6000"),
+        l2_bytes=6 * MIB, l2_source=f"'Caché L2 | 6 MB' (third-party, {_SYSRQMTS_A6000})",
+        urls=(_SYSRQMTS_A6000,),
+        sms=84, compute_capability="8.6",
+        sms_source=(f"'Conteo SM | 84' (third-party, {_SYSRQMTS_A6000}); compute capability 8.6: the device query "
+                    "Simon Boehm quotes, 'Compute Capability | 8.6' (https://siboehm.com/articles/22/CUDA-MMM)"),
+    ),
+    DeviceSpec(
+        "NVIDIA GeForce RTX 3090", "gpu", {"float32": 35.6 * TERA},
+        936 * GIGA, 24e9, "desktops; two published SGEMM worklogs",
+        "third-party: Tom's Hardware's table as republished ('FP32 TFLOPS (Single-Precision)35.6', 'Bandwidth "
+        "(GB/s)936', 'Streaming Multiprocessors82', 'L2 Cache6'); NVIDIA's GA102 whitepaper was not read",
+        notes="Only the float32 (CUDA-core) peak is on file: chapter 07's SGEMM ladder needs no other.",
+        aliases=("geforce rtx 3090", "rtx 3090"),
+        l2_bytes=6 * MIB, l2_source=f"'L2 Cache6' [MB] (third-party, {_RTX3090_TABLE})",
+        urls=(_RTX3090_TABLE,),
+        sms=82, compute_capability="8.6",
+        sms_source=(f"'Streaming Multiprocessors82' (third-party, {_RTX3090_TABLE}); compute capability 8.6 for the "
+                    "GeForce 30 series (https://en.wikipedia.org/wiki/Ampere_(microarchitecture))"),
+    ),
+    DeviceSpec(
+        "NVIDIA V100 SXM2 32GB", "gpu", {"float32": 15.7 * TERA},
+        900 * GIGA, 32e9, "cloud (older); a published SGEMM worklog",
+        "FP32 'Peak FP32 GFLOPS: 15700' as the worklog's author states it (https://github.com/jhlee508/matmul-cuda); "
+        "bandwidth 'from 900 GB/s on Volta V100' (NVIDIA's Ampere tuning guide, "
+        "https://docs.nvidia.com/cuda/ampere-tuning-guide/); NVIDIA's V100 datasheet was not read",
+        notes="Only the float32 (CUDA-core) peak is on file: chapter 07's SGEMM ladder needs no other.",
+        aliases=("tesla v100-sxm2-32gb", "v100-sxm2-32gb", "v100 sxm2 32gb", "tesla v100 32gb", "v100 32gb"),
+        l2_bytes=6 * MIB, l2_source=f"'a 6 MB L2 cache' (third-party, ORNL's Summit guide, {_SUMMIT_V100})",
+        urls=(_SUMMIT_V100,),
+        sms=80, compute_capability="7.0",
+        sms_source=(f"'Each V100 contains 80 streaming multiprocessors (SMs)' (ORNL, {_SUMMIT_V100}); 'V100 ... "
+                    f"Compute capability 7.0' (NVIDIA, {_HOPPER_BLOG})"),
     ),
 )
 
@@ -309,6 +372,12 @@ HOST_LINKS: dict[str, tuple[float, str]] = {
     "NVIDIA H200": (45 * GIGA, "PCIe Gen5 x16: assumed as for the H100; no published H200 measurement was found"),
     "NVIDIA H200 NVL": (45 * GIGA, "PCIe Gen5 x16: assumed as for the H100; no published H200 NVL measurement was "
                                    "found"),
+    "NVIDIA RTX A6000": (20 * GIGA, "PCIe Gen4 x16: assumed as on A100 hosts; no published RTX A6000 measurement was "
+                                    "found"),
+    "NVIDIA GeForce RTX 3090": (20 * GIGA, "PCIe Gen4 x16: assumed as on A100 hosts; no published RTX 3090 "
+                                           "measurement was found"),
+    "NVIDIA V100 SXM2 32GB": (11 * GIGA, "PCIe Gen3 x16: assumed as measured on a T4 (the same link); no published "
+                                         "V100 measurement was found"),
     "TPU v5e": (15 * GIGA, "published spec, 1.5e10 to 1.6e10 bytes/s of PCIe per chip (https://github.com/jax-ml/"
                            "scaling-book); no published v5e measurement was found"),
 }
@@ -329,3 +398,54 @@ def stand_in_roof(kind: str, dtype: str, on_file: set[str] | list[str]) -> tuple
         return "float32", (f"no {dtype} units on file: the numbers are converted and multiplied at the float32 "
                            "rate (bfloat16 cannot use float16 units: its exponent is wider)")
     return None
+
+
+#: The most threads a block may have (every NVIDIA GPU since 2010).
+MAX_BLOCK_THREADS = 1024
+#: The shared memory a block may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize): 48 KiB on
+#: every GPU since Kepler (CUDA C++ Programming Guide, "Shared Memory"); static __shared__ arrays never more.
+MAX_STATIC_SHARED = 48 * 1024
+
+
+@dataclass(frozen=True)
+class SMLimits:
+    """What one SM of a compute capability holds at once and does per clock (SM_LIMITS_SOURCE)."""
+
+    fp32_lanes: int  # float32 multiply-adds per clock (the guide's "results per clock cycle per multiprocessor")
+    max_threads: int  # resident threads per SM
+    max_blocks: int  # resident blocks per SM
+    shared_bytes: int  # shared memory per SM, all resident blocks together (the largest carve-out)
+    registers: int = 65536  # 32-bit registers per SM
+
+
+KIB = 1024
+#: Per compute capability (SM_LIMITS_SOURCE): resident warps (threads / 32), blocks, registers and shared memory per
+#: SM from NVIDIA's tuning guide for each architecture; float32 cores per SM from the CUDA C++ Programming Guide.
+SM_LIMITS: dict[str, SMLimits] = {
+    "7.0": SMLimits(64, 2048, 32, 96 * KIB),
+    "7.5": SMLimits(64, 1024, 16, 64 * KIB),
+    "8.0": SMLimits(64, 2048, 32, 164 * KIB),
+    "8.6": SMLimits(128, 1536, 16, 100 * KIB),
+    "8.9": SMLimits(128, 1536, 24, 100 * KIB),
+    "9.0": SMLimits(128, 2048, 32, 228 * KIB),
+}
+SM_LIMITS_SOURCE = (
+    "NVIDIA's tuning guides, 'Occupancy': Volta (7.0: 'maximum number of concurrent warps per SM ... 64', 'thread "
+    "blocks per SM is 32', 'Shared memory capacity per SM is 96KB'; https://docs.nvidia.com/cuda/volta-tuning-guide/), "
+    "Turing (7.5: warps 32, blocks 16, 64KB; https://docs.nvidia.com/cuda/turing-tuning-guide/), Ampere (8.0: warps "
+    "64, blocks 32, 164 KB; 8.6: warps 48, blocks 16, 100 KB; https://docs.nvidia.com/cuda/ampere-tuning-guide/), Ada "
+    "(8.9: warps 48, blocks 24, 100 KB; https://docs.nvidia.com/cuda/ada-tuning-guide/), Hopper (9.0: warps 64, "
+    "blocks 32, 228 KB; https://docs.nvidia.com/cuda/hopper-tuning-guide/), each with 'register file size is 64K 32-bit "
+    "registers per SM'; the CUDA C++ Programming Guide (https://docs.nvidia.com/cuda/cuda-c-programming-guide/): '64 "
+    "FP32 cores' per SM for 7.x and 8.0, '128 FP32 cores in devices of compute capability 8.6, 8.7 and 8.9' and for "
+    "9.0. Read in verbatim copies of those pages (docs/research/sgemm-specs.md)")
+
+
+def sm_limits(spec: DeviceSpec) -> SMLimits:
+    """The per-SM limits of a GPU spec's compute capability; a ValueError when its SMs or capability are not on
+    file (a TPU, or a GPU whose SM count no public source gives)."""
+    if spec.kind != "gpu" or not spec.sms or spec.compute_capability not in SM_LIMITS:
+        on_file = ", ".join(s.name for s in GPUS if s.sms and s.compute_capability in SM_LIMITS)
+        raise ValueError(f"{spec.name}: no SM count and compute capability on file, so no per-SM model; GPUs with "
+                         f"them: {on_file}")
+    return SM_LIMITS[spec.compute_capability]

@@ -161,7 +161,8 @@ def test_a_printed_source_gives_values_and_meanings_not_the_models_internal_name
 INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "files", "glossary", "hardware", "limits", "notice",
                   "nvrtc", "plots", "precision", "project", "roofline", "specs", "style", "timing", "validate",
                   "widgets", "workloads"}
-CHAPTER = {"choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks", "lessons", "pallas",
+CHAPTER = {"choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks", "lessons",
+           "counter_checks", "make_it_fast", "pallas",
            "mandelbrot", "mlp", "sharding", "systolic", "threads", "training"}
 # The front door and the commands:
 TOOLS = {"__init__", "__main__", "classroom", "evidence", "gpu_report", "prompts", "site", "upkeep"}

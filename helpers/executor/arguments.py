@@ -9,13 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from ..specs import MAX_BLOCK_THREADS, MAX_STATIC_SHARED
 from .c_types import CONVERSIONS, DTYPES, VECTORS, CType
 from .front import CudaCError
 
 #: Threads that run in lock step on an NVIDIA GPU.
 WARP_SIZE = 32
-#: The most threads a block may have (every NVIDIA GPU since 2010), and per dimension.
-MAX_BLOCK_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 #: The most threads one launch may have on the CPU executor: a vector add of this many runs in about 1 s on a
@@ -156,9 +155,7 @@ def _scalar(where: str, ctype: CType, want: np.dtype, arg: Any) -> Any:
     raise TypeError(f"{where}: expected a NumPy scalar np.{want}(...), got {type(arg).__name__} {arg!r:.40}")
 
 
-#: The shared memory a block may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize): 48 KiB on
-#: every GPU since Kepler (CUDA C++ Programming Guide, "Shared Memory").
-MAX_SHARED_BYTES = 48 * 1024
+MAX_SHARED_BYTES = MAX_STATIC_SHARED
 
 
 def dynamic_shared_bytes(shared_mem: Any) -> int:

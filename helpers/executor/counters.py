@@ -38,6 +38,12 @@ class Counters:
     shared_load_requests: int = 0
     shared_store_requests: int = 0
     shared_wavefronts: int = 0
+    #: The passes the shared requests need at best: one per request, n for an n-word vector (LDS.64/128 is
+    #: served in n phases of 32/n lanes), so bank conflicts are the passes beyond these.
+    shared_phases: int = 0
+    #: 128-byte lines the global requests touch: the L1 cache looks each one up in a cycle of its own.
+    global_load_lines: int = 0
+    global_store_lines: int = 0
     warp_steps: int = 0
     active_lanes: int = 0
     flops: int = 0
@@ -53,14 +59,20 @@ class Counters:
 
     @property
     def bank_conflicts(self) -> int:
-        """Extra shared-memory passes: a request served in k passes has k - 1 conflicts."""
-        return self.shared_wavefronts - self.shared_load_requests - self.shared_store_requests
+        """Extra shared-memory passes: a request served in k passes where it needed 1 has k - 1 conflicts."""
+        return self.shared_wavefronts - self.shared_phases
 
     @property
     def ways_per_request(self) -> float:
-        """Passes per shared request: 1 without bank conflicts, 32 when all 32 lanes hit one bank's words."""
-        requests = self.shared_load_requests + self.shared_store_requests
-        return self.shared_wavefronts / requests if requests else 0.0
+        """Passes per pass needed: 1 without bank conflicts, 32 when all 32 lanes hit one bank's words (a float4
+        request needs 4 passes at best, and counts as 1-way when it takes 4)."""
+        return self.shared_wavefronts / self.shared_phases if self.shared_phases else 0.0
+
+    @property
+    def lines_per_request(self) -> float:
+        """Global 128-byte lines per load or store request: 1 for 32 coalesced floats, 32 when every lane strays."""
+        requests = self.global_load_requests + self.global_store_requests
+        return (self.global_load_lines + self.global_store_lines) / requests if requests else 0.0
 
     @property
     def useful_lanes(self) -> float:

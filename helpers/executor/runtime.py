@@ -689,6 +689,7 @@ class Lanes:
         else:
             self.counters.shared_store_requests += requests
         self.counters.shared_wavefronts += passes
+        self.counters.shared_phases += requests * n
 
     def _global(self, p: Any, index: Any, line: int, e: Any) -> tuple[Pointer, Any, int | None]:
         """The pointer, the elements the lanes access, and the first lane outside the allocation (or None)."""
@@ -708,16 +709,20 @@ class Lanes:
         """Count one request per warp: the 32-byte sectors its lanes touch (an aligned vector of n elements, at
         most 16 bytes, lies in one sector), and the bytes moved."""
         keys = (np.asarray(flat, np.int64) * p.alloc.data.itemsize) >> 5 if np.ndim(flat) else 0
-        requests, sectors = counting.distinct_per_warp(keys, e if e is not None else self.real, self.lanes)
+        active = e if e is not None else self.real
+        requests, sectors = counting.distinct_per_warp(keys, active, self.lanes)
+        _, lines = counting.distinct_per_warp(keys >> 2, active, self.lanes)
         moved = self.count(e) * p.alloc.data.itemsize * n
         c = self.counters
         if load:
             c.global_load_requests += requests
             c.global_load_sectors += sectors
+            c.global_load_lines += lines
             c.global_load_bytes += moved
         else:
             c.global_store_requests += requests
             c.global_store_sectors += sectors
+            c.global_store_lines += lines
             c.global_store_bytes += moved
 
     def _lanes(self, e: Any) -> np.ndarray:

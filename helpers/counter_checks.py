@@ -1,0 +1,234 @@
+"""Checkers for chapter 07's exercises: a kernel must be right (as chapter 03's checkers judge it) AND its counters
+must show the speed-up asked for: coalesced loads, no bank conflicts, a tile that fits and keeps an SM busy.
+
+The counters come from the CPU executor (helpers.executor), at a size where every warp is full; a kernel that is
+right but not yet fast is a ❌ that names the counter, its value and the value asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import executor, make_it_fast, nvrtc, roofline, specs
+from .checks import Verdict
+from .cuda import kernel_source
+from .kernel_checks import (
+    SEED,
+    Launcher,
+    Runs,
+    _announced,
+    _builds,
+    _compile_problem,
+    _drawn,
+    _fresh,
+    _run_both,
+    _source_problem,
+    _type_name,
+)
+
+#: The size the counters are read at: a multiple of 32, so every warp is full and every row starts on a sector.
+COUNT_N = 64
+#: Sizes the kernels are also run at for correctness (no multiple of 32: the last blocks stick out).
+SIZES = (50,)
+#: A 32 x 32 block of threads, the shape both kernels are launched with.
+BLOCK = (32, 32)
+
+
+def _square_runs(name: str, reference: Callable[[np.ndarray], np.ndarray], arrays: int,
+                 sizes: list[int]) -> Callable[[Launcher], Runs]:
+    """Runs of kernel `name` on n x n inputs (arrays of them, then the output), for each n of `sizes`."""
+    data = np.random.default_rng(SEED)
+    big = data.standard_normal((arrays, max(sizes), max(sizes)), dtype=np.float32)
+
+    def runs(launch: Launcher) -> Runs:
+        def run(n: int) -> Callable[[Any], tuple[Any, np.ndarray]]:
+            def go(kernel: Any) -> tuple[Any, np.ndarray]:
+                ins = [np.ascontiguousarray(x[:n, :n]) for x in big]
+                want = reference(*ins)  # first, from the checker's own inputs
+                named = {f"in{i}": x for i, x in enumerate(ins)} | {"out": np.full((n, n), np.nan, np.float32)}
+                *_, out = launch(kernel, name, (-(-n // 32), -(-n // 32)), BLOCK, named, (np.int32(n),))
+                return out, want
+            return go
+        return [(f"n = {n}", run(n)) for n in sizes]
+    return runs
+
+
+def _right_then_counted(title: str, source: Any, name: str, what: str, reference: Callable[..., np.ndarray],
+                        arrays: int, judge: Callable[[executor.Counters], str | None]) -> Verdict:
+    """Compile, run right on the executor (and a GPU), then count at COUNT_N: judge says what is still slow."""
+    problem = _source_problem(title, source, what)
+    if problem is not None:
+        return problem
+    failed, compiled = _compile_problem(title, lambda: nvrtc.compile_for_targets(source, f"{name}.cu"))
+    if failed is not None:
+        return failed
+    drawn = _drawn(_fresh(), 33, 95, {COUNT_N, *SIZES}, 32)
+    sizes = sorted({*SIZES, COUNT_N, drawn})
+    builds, runs = _builds(source, name), _square_runs(name, reference, arrays, sizes)
+
+    def plans(where: str) -> tuple[Callable[[], Any], Runs]:
+        build, launch = builds(where)
+        return build, runs(launch)
+
+    verdict = _run_both(title, compiled, plans, (1e-5, 1e-6), f"n = {drawn}")
+    if not verdict.passed:
+        return verdict
+    ins = np.random.default_rng(SEED).standard_normal((arrays, COUNT_N, COUNT_N), dtype=np.float32)
+    out = np.zeros((COUNT_N, COUNT_N), np.float32)
+    launched = executor.Program(source).launch(name, (COUNT_N // 32, COUNT_N // 32), BLOCK,
+                                               (*ins, out, np.int32(COUNT_N)))
+    slow = judge(launched.counters)
+    if slow:
+        return Verdict(False, True, f"❌ {title}: right, but not fast yet: {slow}")
+    first, *rest = verdict.message.split("\n", 1)
+    return Verdict(True, True, "\n".join([first, f"   Counted at n = {COUNT_N} on the CPU executor: "
+                                          f"{_counted(launched.counters)}.", *rest]))
+
+
+def _counted(c: executor.Counters) -> str:
+    ways = f", {c.ways_per_request:.2f}-way shared requests" if c.shared_phases else ""
+    return f"{c.sectors_per_request:.2f} sectors per global request{ways}"
+
+
+def add_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """What the coalescing exercise's kernel computes: C = A + B."""
+    return (a + b).astype(np.float32)
+
+
+#: Sectors a warp's request for 32 neighbouring floats touches: 128 bytes in 32-byte sectors.
+IDEAL_SECTORS = 4.0
+
+
+@_announced
+def check_coalesced(source: Any) -> Verdict:
+    """The coalescing exercise: add_matrices right on the executor (and a GPU) at n = 50, 64 and one drawn afresh,
+    then at n = 64 every global request must touch IDEAL_SECTORS sectors."""
+    def judge(c: executor.Counters) -> str | None:
+        if c.sectors_per_request <= IDEAL_SECTORS:
+            return None
+        return (f"each warp's load or store touches {c.sectors_per_request:.2f} sectors of 32 bytes on average; 32 "
+                f"neighbouring floats touch {IDEAL_SECTORS:g}. Make threadIdx.x move along a row (the column index), "
+                "so that the 32 threads of a warp read 32 neighbouring numbers")
+    return _right_then_counted("coalesced matrix add", source, "add_matrices", "the two index lines",
+                               add_reference, 2, judge)
+
+
+def transpose_reference(a: np.ndarray) -> np.ndarray:
+    """What the bank-conflict exercise's kernel computes: the transpose of A."""
+    return np.ascontiguousarray(a.T)
+
+
+@_announced
+def check_padded(source: Any) -> Verdict:
+    """The bank-conflict exercise: transpose right on the executor (and a GPU) at n = 50, 64 and one drawn afresh,
+    then at n = 64 every shared-memory request must be served in one pass (1-way: no bank conflict)."""
+    def judge(c: executor.Counters) -> str | None:
+        if not c.shared_phases:
+            return "it reads no shared memory: the exercise is to keep the tile and remove its bank conflicts"
+        if c.bank_conflicts == 0:
+            return None
+        return (f"its shared-memory requests are {c.ways_per_request:.2f}-way on average ({c.bank_conflicts:,} extra "
+                "passes): two numbers of one column of the tile still share a bank. A row of 32 floats spans the 32 "
+                "banks once; give each row one more float, so that the next row starts one bank later")
+    return _right_then_counted("conflict-free transpose", source, "transpose", "the tile's declaration",
+                               transpose_reference, 1, judge)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tile sizes for rung 5 (sgemm_2d): what fits, and what keeps an SM busy.
+
+#: The exercise's starting tiles: too much shared memory for one block.
+START_TILES = (256, 256, 32, 8, 8)
+#: The largest side of C's tile a check runs (the executor then multiplies 256 x 256 matrices: about 2 s).
+MAX_SIDE = 256
+#: The most float32 registers a thread has (NVIDIA's tuning guides: 'The maximum registers per thread is 255').
+MAX_REGISTERS = 255
+#: Blocks an SM of the T4 must hold at once: while one waits at __syncthreads(), another computes.
+MIN_BLOCKS = 2
+
+
+def tile_problem(tiles: tuple[int, int, int, int, int], device: str = specs.REFERENCE_GPU) -> str | None:
+    """Why sgemm_2d<BM, BN, BK, TM, TN> cannot run well on `device`, or None: each refusal says what to change."""
+    bm, bn, bk, tm, tn = tiles
+    if bm % tm or bn % tn:
+        return f"TM = {tm} must divide BM = {bm} and TN = {tn} must divide BN = {bn}: each thread takes TM x TN of C"
+    threads = (bm // tm) * (bn // tn)
+    if threads % 32 or threads > specs.MAX_BLOCK_THREADS:
+        return (f"(BM / TM) x (BN / TN) = {threads:,} threads per block: a block must be whole warps (a multiple of "
+                f"32) and at most {specs.MAX_BLOCK_THREADS:,} threads. Raise TM or TN, or lower BM or BN")
+    shared = (bm + bn) * bk * 4
+    if shared > specs.MAX_STATIC_SHARED:
+        return (f"the block's tiles of A and B take (BM + BN) x BK x 4 = {shared:,} bytes of shared memory; a block's "
+                f"__shared__ arrays may hold {specs.MAX_STATIC_SHARED:,}. Lower BK, BM or BN")
+    registers = tm * tn + tm + tn
+    if registers > MAX_REGISTERS:
+        return (f"each thread keeps TM x TN + TM + TN = {registers} floats in registers; a thread has at most "
+                f"{MAX_REGISTERS}, and the rest spill to slow memory. Lower TM or TN")
+    occ = roofline.occupancy(device, threads, shared)
+    if occ.blocks_per_sm < MIN_BLOCKS:
+        return (f"an SM of the {roofline.published_spec(device).name} holds {occ.blocks_per_sm} such block at once "
+                f"({occ.limited_by} run out): while it waits at __syncthreads(), nothing else runs there. Keep at "
+                f"least {MIN_BLOCKS} blocks per SM: fewer threads or less shared memory per block")
+    return None
+
+
+def _tiles(tiles: Any) -> tuple[int, int, int, int, int] | str:
+    """The five tile sizes as ints, or what is wrong with them."""
+    if type(tiles) not in (tuple, list) or len(tiles) != 5:
+        return f"expected five whole numbers (BM, BN, BK, TM, TN), got {_type_name(tiles)}"
+    if any(type(t) is not int or t < 1 for t in tiles):
+        return f"expected five whole numbers above zero (BM, BN, BK, TM, TN), got {tuple(tiles)!r:.80}"
+    bm, bn = tiles[0], tiles[1]
+    if math.lcm(bm, bn) > MAX_SIDE:
+        return (f"BM = {bm} and BN = {bn}: the check multiplies matrices whose side is a multiple of both "
+                f"({math.lcm(bm, bn):,}); keep it at most {MAX_SIDE} (tiles beyond 256 do not fit a block anyway)")
+    return tuple(tiles)  # type: ignore[return-value]
+
+
+@_announced
+def check_tiles(tiles: Any) -> Verdict:
+    """The tile exercise: sgemm_2d<BM, BN, BK, TM, TN> must fit a block, keep MIN_BLOCKS blocks on a T4's SM,
+    compile, and multiply right on the executor; the verdict then gives its predicted GFLOP/s on a T4."""
+    title = "tile sizes for sgemm_2d"
+    if type(tiles) in (tuple, list) and tuple(tiles) == START_TILES:
+        return Verdict(False, False, f"⏳ {title}: not attempted yet. Change my_tiles, run it, then run this check "
+                                     "again.")
+    checked = _tiles(tiles)
+    if isinstance(checked, str):
+        return Verdict(False, True, f"❌ {title}: {checked}")
+    why = tile_problem(checked)
+    if why:
+        return Verdict(False, True, f"❌ {title}: {why}.")
+    expression = make_it_fast.template("sgemm_2d", checked)
+    source = kernel_source(make_it_fast.SOURCE)
+    if nvrtc.available():
+        try:
+            for arch in nvrtc.TARGET_ARCHS:
+                nvrtc.compile_source(source, arch, "sgemm.cu", name_expressions=(expression,))
+        except nvrtc.CompileError as exc:
+            return Verdict(False, True, f"❌ {title}: NVRTC could not instantiate {expression}:\n{exc}")
+    r = make_it_fast.Rung(f"your {expression}", expression, "", (checked[0], checked[1]),
+                          ((checked[0] // checked[3]) * (checked[1] // checked[4]),), checked[3] * checked[4])
+    n = math.lcm(checked[0], checked[1])
+    a, b = make_it_fast.inputs(n, seed=SEED)
+    try:
+        c, counted = make_it_fast.run_on_executor(r, a, b, name_expressions=(expression,))
+    except executor.KernelFault as exc:
+        return Verdict(False, True, f"❌ {title}: {exc}")
+    if not np.allclose(c, a @ b, rtol=1e-4, atol=1e-3 * np.sqrt(n)):
+        return Verdict(False, True, f"❌ {title}: {expression} at n = {n} differs from A @ B")
+    t4 = specs.get(specs.REFERENCE_GPU)
+    yours = make_it_fast.gflops(make_it_fast.BIG_N, roofline.predict_kernel(
+        t4, make_it_fast.work(r, counted, t4, counted_at=n)).seconds)
+    rung5 = make_it_fast.gflops(make_it_fast.BIG_N, make_it_fast.predict("5", t4).seconds)
+    compiled = f", compiled for {' and '.join(nvrtc.TARGET_ARCHS)}" if nvrtc.available() else ""
+    shared = (checked[0] + checked[1]) * checked[2] * 4
+    return Verdict(True, True, f"✅ {title}: {expression} fits ({r.threads} threads, {shared:,} "
+                               f"bytes of shared memory), an SM of a T4 holds {MIN_BLOCKS} or more of its blocks, "
+                               f"and it multiplies right at n = {n} on the CPU executor{compiled}.\n"
+                               f"   Predicted on a T4 at n = {make_it_fast.BIG_N:,}: {yours:,.0f} GFLOP/s (rung 5's "
+                               f"128, 128, 8, 8, 8: {rung5:,.0f}). Not checked: how fast it runs (no GPU measured it).")

@@ -1,0 +1,241 @@
+"""Chapter 07's ladder of SGEMM kernels (helpers/kernels/sgemm.cu): how each rung is launched, what the CPU
+executor counts of it, and what helpers.roofline predicts it takes on a GPU.
+
+The counts are made at a small size (COUNT_N), where the executor is quick, and scaled to the size predicted: a
+rung's loads, shared-memory passes and FLOPs grow as n³, its stores as n². The caches are not counted by the
+executor; roofline.matmul_dram_bytes is the written-down assumption about them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from . import executor, roofline, specs
+from .cuda import kernel_source
+from .executor import Counters
+from .validate import positive_int
+
+SOURCE = "sgemm.cu"
+#: The template arguments rungs 5 to 7 are instantiated with: BM, BN, BK, TM, TN (the worklogs' 128, 128, 8, 8, 8).
+TILES = (128, 128, 8, 8, 8)
+#: The size the executor counts each rung at (a multiple of every rung's tile, and quick: about 2 s for all seven).
+COUNT_N = 128
+#: The size the chapter predicts and, on a GPU, measures: the published worklogs' size.
+BIG_N = 4096
+
+
+def template(kernel: str, tiles: Sequence[int] = TILES) -> str:
+    """The name expression of a template kernel of sgemm.cu: 'sgemm_2d<128, 128, 8, 8, 8>'."""
+    return f"{kernel}<{', '.join(str(positive_int('tile', t)) for t in tiles)}>"
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One kernel of the ladder: its name, what changed, and the shape of its launch."""
+
+    label: str
+    kernel: str  # the kernel's name in sgemm.cu, or a template's name expression
+    changed: str  # one line: what this rung does differently
+    tile: tuple[int, int]  # the (rows, columns) of C one block computes
+    block: tuple[int, ...]  # threads per block
+    sums_per_thread: int  # outputs (independent sums) per thread
+    rows_first: bool = False  # blockIdx.x runs down the rows of C (the naive kernel) rather than along columns
+    any_n: bool = False  # bounds-checked: any n; otherwise n must be a multiple of the tile
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return int(np.prod(self.block))
+
+    def launch(self, n: int) -> tuple[tuple[int, int], tuple[int, ...]]:
+        """(grid, block) for an n x n product; a ValueError naming the tile when n is not a multiple of it."""
+        n = positive_int("n", n)
+        rows, cols = self.tile
+        if not self.any_n and (n % rows or n % cols):
+            raise ValueError(f"{self.label}: n = {n:,} is not a multiple of its {rows} x {cols} tile; this kernel has "
+                             f"no bounds checks (as the published worklogs' kernels): use n = {rows * -(-n // rows):,}")
+        down, across = -(-n // rows), -(-n // cols)
+        return ((down, across) if self.rows_first else (across, down)), self.block
+
+
+_BM, _BN, _BK, _TM, _TN = TILES
+_TILED = dict(tile=(_BM, _BN), block=((_BM // _TM) * (_BN // _TN),), sums_per_thread=_TM * _TN)
+
+RUNGS: tuple[Rung, ...] = (
+    Rung("1 naive", "sgemm_naive", "one thread per element of C; a warp walks down a column of C",
+         (32, 32), (32, 32), 1, rows_first=True, any_n=True),
+    Rung("2 coalesced", "sgemm_coalesced", "a warp walks along a row of C: neighbouring threads, neighbouring loads",
+         (32, 32), (32, 32), 1, any_n=True),
+    Rung("3 shared tiles", "sgemm_shared", "32 x 32 tiles of A and B in shared memory, each number loaded once",
+         (32, 32), (32, 32), 1, any_n=True),
+    Rung("4 1D block tiling", "sgemm_1d", "8 outputs per thread: one shared read of B serves 8 multiply-adds",
+         (64, 64), (512,), 8),
+    Rung("5 2D block tiling", template("sgemm_2d"), "8 x 8 outputs per thread, from 8 + 8 numbers in registers",
+         **_TILED),
+    Rung("6 float4", template("sgemm_vectorized"), "16-byte loads; A transposed in shared memory", **_TILED),
+    Rung("7 no bank conflicts", template("sgemm_conflict_free"),
+         "padded A tile, spread float4 columns of B: one pass per shared read", **_TILED),
+)
+
+
+def rung(label: str) -> Rung:
+    """The rung whose label starts with `label` ('1', 'naive', '5 2D'...); a ValueError listing them otherwise."""
+    if not isinstance(label, str) or not label.strip():
+        found = []
+    elif label.strip().isdigit():
+        found = [r for r in RUNGS if r.label.split(" ", 1)[0] == label.strip()]
+    else:
+        found = [r for r in RUNGS if r.label.startswith(label) or r.label.split(" ", 1)[1].startswith(label)]
+    if len(found) != 1:
+        raise ValueError(f"no single rung called {label!r:.40}; the rungs: {', '.join(r.label for r in RUNGS)}")
+    return found[0]
+
+
+def kernel_text(label: str) -> str:
+    """The part of sgemm.cu that is rung `label`: its comment, its #defines and its kernel."""
+    number = rung(label).label.split(" ", 1)[0]
+    parts = re.split(r"(?m)^(?=// \d+\. )", kernel_source(SOURCE))
+    return next(part for part in parts if part.startswith(f"// {number}. ")).strip()
+
+
+def name_expressions() -> list[str]:
+    """The template instances the ladder launches, for cupy.RawModule(code=..., name_expressions=...)."""
+    return [r.kernel for r in RUNGS if "<" in r.kernel]
+
+
+@cache
+def _program() -> executor.Program:
+    return executor.Program(kernel_source(SOURCE), name_expressions=name_expressions())
+
+
+def inputs(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two n x n float32 matrices of standard normal numbers."""
+    rng = np.random.default_rng(seed)
+    n = positive_int("n", n)
+    return rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+
+
+def run_on_executor(r: Rung, a: np.ndarray, b: np.ndarray,
+                    name_expressions: Sequence[str] = ()) -> tuple[np.ndarray, Counters]:
+    """C = A @ B by rung `r` on the CPU executor, and what the launch counted. name_expressions: template
+    instances beyond the ladder's (a tile size of your own)."""
+    n = a.shape[0]
+    grid, block = r.launch(n)
+    c = np.zeros((n, n), np.float32)
+    program = executor.Program(kernel_source(SOURCE), name_expressions) if name_expressions else _program()
+    launch = program.launch(r.kernel, grid, block, (a, b, c, np.int32(n)))
+    return c, launch.counters
+
+
+@cache
+def counts(label: str, n: int = COUNT_N) -> Counters:
+    """What rung `label` does at n x n on the executor (checked against NumPy first: a wrong kernel's counts are
+    worth nothing)."""
+    r = rung(label)
+    a, b = inputs(n)
+    c, counted = run_on_executor(r, a, b)
+    if not np.allclose(c, a @ b, rtol=1e-4, atol=1e-3 * np.sqrt(n)):
+        raise AssertionError(f"{r.label}: C differs from A @ B at n = {n}")
+    return counted
+
+
+def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BIG_N,
+         counted_at: int = COUNT_N) -> roofline.KernelWork:
+    """What rung `r` does at n x n on `device`: the executor's counts at `counted_at`, scaled (n³ for loads,
+    shared passes and FLOPs, n² for stores), and the DRAM bytes of the cache model."""
+    grow, spread = (n / counted_at) ** 3, (n / counted_at) ** 2
+    c = counted
+    spec = roofline.published_spec(device)
+    occ = roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block)
+    resident = occ.blocks_per_sm * spec.sms  # type: ignore[operator]
+    return roofline.KernelWork(
+        flops=c.flops * grow,
+        shared_passes=c.shared_wavefronts * grow,
+        global_lines=c.global_load_lines * grow + c.global_store_lines * spread,
+        requests=(c.global_load_requests + c.shared_load_requests + c.shared_store_requests) * grow
+        + c.global_store_requests * spread,
+        dram_bytes=roofline.matmul_dram_bytes(n, r.tile, resident, spec.l2_bytes, r.rows_first),
+        threads_per_block=c.threads_per_block, shared_bytes_per_block=c.shared_bytes_per_block,
+        sums_per_thread=r.sums_per_thread)
+
+
+def predict(label: str, device: specs.DeviceSpec | str, n: int = BIG_N) -> roofline.KernelTime:
+    """The predicted time of rung `label` at n x n on `device` (helpers.roofline.predict_kernel)."""
+    r = rung(label)
+    return roofline.predict_kernel(device, work(r, counts(r.label), device, n))
+
+
+def device_spec(gpu: Any) -> specs.DeviceSpec:
+    """The spec chapter 07 predicts for: the GPU here (h.cuda.gpu()) with the SM count and compute capability its
+    driver reports, when its published specs are on file and the model knows its SMs; otherwise the T4's."""
+    reference = specs.get(specs.REFERENCE_GPU)
+    if not gpu.here or not gpu.own_specs:
+        return reference
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    capability = f"{props['major']}.{props['minor']}"
+    if capability not in specs.SM_LIMITS:
+        return reference
+    return dataclasses.replace(gpu.spec, sms=int(props["multiProcessorCount"]), compute_capability=capability,
+                               sms_source="read from the card here (cupy.cuda.runtime.getDeviceProperties)")
+
+
+def gflops(n: int, seconds: float) -> float:
+    """GFLOP/s of an n x n x n matmul done in `seconds`."""
+    return 2 * n**3 / seconds / 1e9
+
+
+@dataclass(frozen=True)
+class Row:
+    """One rung's line of the chapter's table: its counters at COUNT_N and what they allow on a device."""
+
+    rung: Rung
+    counted: Counters
+    occupancy: roofline.Occupancy
+    predicted: roofline.KernelTime
+
+
+def table(device: specs.DeviceSpec | str, n: int = BIG_N) -> list[Row]:
+    """Every rung's counters and prediction on `device`."""
+    spec = roofline.published_spec(device)
+    rows = []
+    for r in RUNGS:
+        c = counts(r.label)
+        rows.append(Row(r, c, roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block),
+                        predict(r.label, spec, n)))
+    return rows
+
+
+def load_sectors_per_request(c: Counters) -> float:
+    """Global sectors per LOAD request: 4 when a warp reads 32 neighbouring floats, up to 32 when each lane strays."""
+    return c.global_load_sectors / c.global_load_requests if c.global_load_requests else 0.0
+
+
+def show_table(rows: Sequence[Row], n: int = BIG_N) -> None:
+    """Print the counters table: one line per rung."""
+    head = (f"{'rung':<22}{'sectors/load':>13}{'bank ways':>10}{'FLOP/byte':>10}{'outputs':>8}{'threads':>8}"
+            f"{'shared B':>9}{'warps/SM':>9}{'bound by':>15}{'GFLOP/s':>9}")
+    print(head)
+    for row in rows:
+        c, p = row.counted, row.predicted
+        ways = f"{c.ways_per_request:.2f}" if c.shared_phases else "-"
+        print(f"{row.rung.label:<22}{load_sectors_per_request(c):>13.2f}{ways:>10}{c.flops_per_byte:>10.2f}"
+              f"{row.rung.sums_per_thread:>8}{c.threads_per_block:>8}{c.shared_bytes_per_block:>9,}"
+              f"{row.occupancy.warps_per_sm:>9}{p.bound:>15}{gflops(n, p.seconds):>9,.0f}")
+
+
+def measure(cupy: Any, r: Rung, n: int, kernel: Callable[..., Any], benchmark: Callable[..., Any]) -> Any:
+    """Time rung `r` at n x n on the GPU with h.benchmark (synchronised), on fresh random inputs."""
+    a, b = (cupy.asarray(x) for x in inputs(n))
+    c = cupy.empty((n, n), dtype=cupy.float32)
+    grid, block = r.launch(n)
+    return benchmark(lambda: kernel(grid, block, (a, b, c, np.int32(n))), backend="cupy",
+                     flops=2 * n**3, label=r.label)
