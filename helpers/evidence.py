@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import roofline
+from . import roofline, specs
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "published-measurements.json"
@@ -185,7 +185,8 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
            "A row marked *sets a constant* is where one of the model's constants comes from (see the constants at "
            "the end): it checks nothing on its own.", "",
            f"{len(done)} rows checked; ratios from {min(c.ratio for c in done):.2f} to "
-           f"{max(c.ratio for c in done):.2f}. {_left_out_summary(left_out(rows))}", ""]
+           f"{max(c.ratio for c in done):.2f}. {_left_out_summary(left_out(rows))}", "",
+           *kernel_model_section(), ""]
     for spec in dict.fromkeys(c.row["model"]["spec"] for c in done):
         out += [f"## {spec}", "", "| operation | work | timed | published (as stated) | measured | predicted | "
                 "ratio | source |", "|---|---|---|---|---|---|---|---|"]
@@ -211,9 +212,51 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
             out.append(f"| {name}[{key!r}] | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
     pageable, least = roofline.PAGEABLE_FRACTION, roofline.TPU_PIPELINED_LEAST
     for name, cost, value in (("PAGEABLE_FRACTION", pageable, f"{pageable.value:.3g}"),
-                              ("TPU_PIPELINED_LEAST", least, _seconds(least.value))):
+                              ("TPU_PIPELINED_LEAST", least, _seconds(least.value)),
+                              *((name, getattr(roofline, name), f"{getattr(roofline, name).value:g}")
+                                for name in KERNEL_CONSTANTS)):
         out.append(f"| {name} | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
+    out.append(f"| specs.SM_LIMITS | per compute capability | what one SM holds and does per clock | "
+               f"{_cell(specs.SM_LIMITS_SOURCE)} |")
     return "\n".join(out) + "\n"
+
+
+#: Chapter 07's kernel model's own constants (helpers.roofline), listed with the others.
+KERNEL_CONSTANTS = ("SCHEDULERS", "ARITHMETIC_LATENCY", "SHARED_PASSES_PER_CLOCK", "L1_LINES_PER_CLOCK")
+#: The GPUs chapter 07 predicts for: the reference T4, an H100, and those the published worklogs used.
+LADDER_GPUS = ("NVIDIA T4", "NVIDIA H100 SXM", "NVIDIA RTX A6000", "NVIDIA GeForce RTX 3090", "NVIDIA V100 SXM2 32GB")
+
+
+def kernel_model_section() -> list[str]:
+    """Chapter 07's kernel model: its cache assumptions (written before the comparison below), what they give on
+    each GPU, and every rung's predicted GFLOP/s there."""
+    from . import make_it_fast
+
+    n = make_it_fast.BIG_N
+    out = ["## Chapter 07: a kernel from its counters", "",
+           "`roofline.predict_kernel` turns the CPU executor's counts of a kernel (scaled from n = "
+           f"{make_it_fast.COUNT_N} to {n:,}) into a time: the slowest of arithmetic, issue, shared memory, the L1 "
+           "and DRAM. Its cache assumptions, written down before any comparison with a published figure:", "",
+           *(f"- {line}" for line in roofline.CACHE_ASSUMPTIONS), "",
+           f"What they give at n = {n:,}, per GPU: the L2 (published, with its source), and per rung the blocks "
+           "resident at once, the bytes a wave reads in one step along k, whether the L2 holds them, the DRAM "
+           "traffic, the unit that bounds the rung and its predicted GFLOP/s.", ""]
+    for name in LADDER_GPUS:
+        spec = roofline.published_spec(name)
+        out += [f"### {spec.name}", "", f"{spec.sms} SMs, compute capability {spec.compute_capability} "
+                f"({spec.sms_source}); L2 {spec.l2_bytes / 2**20:g} MiB ({spec.l2_source})", "",
+                "| rung | blocks at once | wave step | L2 holds it | DRAM | bound by | predicted GFLOP/s |",
+                "|---|---|---|---|---|---|---|"]
+        for row in make_it_fast.table(spec, n):
+            resident = row.occupancy.blocks_per_sm * spec.sms
+            step = sum(roofline.matmul_wave(n, row.rung.tile, resident, row.rung.rows_first)) * roofline.WAVE_STEP
+            held = "yes" if spec.l2_bytes and step <= spec.l2_bytes else "no"
+            work = make_it_fast.work(row.rung, row.counted, spec, n)
+            out.append(f"| {row.rung.label} | {resident:,} | {step / 1024:,.0f} KiB | {held} | "
+                       f"{work.dram_bytes / 1e9:,.2f} GB | {row.predicted.bound} | "
+                       f"{make_it_fast.gflops(n, row.predicted.seconds):,.0f} |")
+        out.append("")
+    return out
 
 
 def _ratio_cell(item: LeftOut) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -232,10 +232,19 @@ def show_table(rows: Sequence[Row], n: int = BIG_N) -> None:
               f"{row.occupancy.warps_per_sm:>9}{p.bound:>15}{gflops(n, p.seconds):>9,.0f}")
 
 
-def measure(cupy: Any, r: Rung, n: int, kernel: Callable[..., Any], benchmark: Callable[..., Any]) -> Any:
-    """Time rung `r` at n x n on the GPU with h.benchmark (synchronised), on fresh random inputs."""
+def gpu_kernels(cupy: Any) -> dict[str, Any]:
+    """Every rung's kernel, compiled by CuPy as one cupy.RawModule: rung label -> kernel."""
+    module = cupy.RawModule(code=kernel_source(SOURCE), name_expressions=name_expressions())
+    return {r.label: module.get_function(r.kernel) for r in RUNGS}
+
+
+def measure(gpu: Any, r: Rung, n: int, kernel: Any) -> Any:
+    """Rung `r` at n x n timed on the GPU (h.benchmark, synchronised) on fresh random inputs; None without one."""
+    if not gpu.here:
+        return None
+    import cupy
+
     a, b = (cupy.asarray(x) for x in inputs(n))
     c = cupy.empty((n, n), dtype=cupy.float32)
     grid, block = r.launch(n)
-    return benchmark(lambda: kernel(grid, block, (a, b, c, np.int32(n))), backend="cupy",
-                     flops=2 * n**3, label=r.label)
+    return gpu.measure(lambda: kernel(grid, block, (a, b, c, np.int32(n))), flops=2 * n**3, label=r.label)

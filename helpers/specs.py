@@ -432,13 +432,13 @@ SM_LIMITS: dict[str, SMLimits] = {
 SM_LIMITS_SOURCE = (
     "NVIDIA's tuning guides, 'Occupancy': Volta (7.0: 'maximum number of concurrent warps per SM ... 64', 'thread "
     "blocks per SM is 32', 'Shared memory capacity per SM is 96KB'; https://docs.nvidia.com/cuda/volta-tuning-guide/), "
-    "Turing (7.5: warps 32, blocks 16, 64KB; https://docs.nvidia.com/cuda/turing-tuning-guide/), Ampere (8.0: warps "
-    "64, blocks 32, 164 KB; 8.6: warps 48, blocks 16, 100 KB; https://docs.nvidia.com/cuda/ampere-tuning-guide/), Ada "
-    "(8.9: warps 48, blocks 24, 100 KB; https://docs.nvidia.com/cuda/ada-tuning-guide/), Hopper (9.0: warps 64, "
-    "blocks 32, 228 KB; https://docs.nvidia.com/cuda/hopper-tuning-guide/), each with 'register file size is 64K 32-bit "
-    "registers per SM'; the CUDA C++ Programming Guide (https://docs.nvidia.com/cuda/cuda-c-programming-guide/): '64 "
-    "FP32 cores' per SM for 7.x and 8.0, '128 FP32 cores in devices of compute capability 8.6, 8.7 and 8.9' and for "
-    "9.0. Read in verbatim copies of those pages (docs/research/sgemm-specs.md)")
+    "Turing (7.5: warps 32, blocks 16, 64KB; https://docs.nvidia.com/cuda/turing-tuning-guide/), Ampere (8.0: "
+    "warps 64, blocks 32, 164 KB; 8.6: warps 48, blocks 16, 100 KB; https://docs.nvidia.com/cuda/ampere-tuning-guide/"
+    "), Ada (8.9: warps 48, blocks 24, 100 KB; https://docs.nvidia.com/cuda/ada-tuning-guide/), Hopper (9.0: warps "
+    "64, blocks 32, 228 KB; https://docs.nvidia.com/cuda/hopper-tuning-guide/), each with 'register file size is 64K "
+    "32-bit registers per SM'; the CUDA C++ Programming Guide (https://docs.nvidia.com/cuda/cuda-c-programming-guide/"
+    "): '64 FP32 cores' per SM for 7.x and 8.0, '128 FP32 cores in devices of compute capability 8.6, 8.7 and 8.9' "
+    "and for 9.0. Read in verbatim copies of those pages (docs/research/sgemm-specs.md)")
 
 
 def sm_limits(spec: DeviceSpec) -> SMLimits:

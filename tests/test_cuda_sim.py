@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from conftest import python_only
 
-from helpers import cuda
-from helpers.executor import CudaCError, KernelFault, Program, UnsupportedSyntax, cupy_cpu
+from helpers import cuda, make_it_fast
+from helpers.executor import Counters, CudaCError, KernelFault, Program, UnsupportedSyntax, cupy_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "helpers" / "kernels"
@@ -38,8 +38,9 @@ def blocks(n: int, threads: int) -> int:
 # (tests/test_gpu.py passes its own), writing the kernel's outputs into the NumPy arrays in args.
 
 
-def executor_launch(src: str, name: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple) -> None:
-    Program(src).launch(name, grid, block, args)
+def executor_launch(src: str, name: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple) -> Counters:
+    """Launch on the CPU executor; what it counted (a GPU's launcher returns None: it counts nothing)."""
+    return Program(src).launch(name, grid, block, args).counters
 
 
 def run_vector_add(src: str, name: str = "vector_add", n: int = 1000, grid: int | None = None,
@@ -123,6 +124,32 @@ def run_decay_steps(src: str, n: int = 200, launch=executor_launch) -> None:
     np.testing.assert_array_equal(out, decay_steps_reference(x))
 
 
+def run_sgemm(src: str, name: str, n: int, launch=executor_launch) -> None:
+    """One of sgemm.cu's extern "C" rungs (chapter 07), launched as helpers.make_it_fast launches it."""
+    grid, block = next(r for r in make_it_fast.RUNGS if r.kernel == name).launch(n)
+    a, b, c = floats(n, n), floats(n, n), np.full((n, n), np.nan, np.float32)
+    launch(src, name, grid, block, (a, b, c, np.int32(n)))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+
+
+def run_add_matrices(src: str, n: int = 64, launch=executor_launch) -> None:
+    """Chapter 07's first exercise: C = A + B, and on the executor coalesced (4 sectors a request, as the check
+    asks): its strided starting point is right but not yet fast."""
+    a, b, c = floats(n, n), floats(n, n), np.full((n, n), np.nan, np.float32)
+    counted = launch(src, "add_matrices", (blocks(n, 32), blocks(n, 32)), (32, 32), (a, b, c, np.int32(n)))
+    np.testing.assert_array_equal(c, a + b)
+    assert counted is None or counted.sectors_per_request <= 4, f"{counted.sectors_per_request} sectors a request"
+
+
+def run_transpose(src: str, n: int = 64, launch=executor_launch) -> None:
+    """Chapter 07's second exercise: the transpose, and on the executor free of bank conflicts (as the check
+    asks): its unpadded starting point is right but 32-way."""
+    x, out = floats(n, n), np.full((n, n), np.nan, np.float32)
+    counted = launch(src, "transpose", (blocks(n, 32), blocks(n, 32)), (32, 32), (x, out, np.int32(n)))
+    np.testing.assert_array_equal(out, x.T)
+    assert counted is None or counted.bank_conflicts == 0, f"{counted.ways_per_request}-way shared requests"
+
+
 RUNS = {
     "vector_add": lambda src, **kw: run_vector_add(src, **kw),
     "vector_add_grid_stride": lambda src, **kw: run_vector_add(src, "vector_add_grid_stride", grid=3, **kw),
@@ -133,6 +160,12 @@ RUNS = {
     "mandelbrot": run_mandelbrot,
     "scale": run_scale,
     "decay_steps": run_decay_steps,
+    "sgemm_naive": lambda src, **kw: run_sgemm(src, "sgemm_naive", 70, **kw),
+    "sgemm_coalesced": lambda src, **kw: run_sgemm(src, "sgemm_coalesced", 70, **kw),
+    "sgemm_shared": lambda src, **kw: run_sgemm(src, "sgemm_shared", 70, **kw),
+    "sgemm_1d": lambda src, **kw: run_sgemm(src, "sgemm_1d", 128, **kw),
+    "add_matrices": run_add_matrices,
+    "transpose": run_transpose,
 }
 
 

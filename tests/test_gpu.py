@@ -1,5 +1,5 @@
-"""The GPU suite: real CuPy (and JAX on the GPU) against NumPy, the exercise checks, chapters 03, 05 and 06 with
-their solutions, and the measurements against their roofs and predictions.
+"""The GPU suite: real CuPy (and JAX on the GPU) against NumPy, the exercise checks, chapters 03, 05, 06 and 07
+with their solutions, and the measurements against their roofs and predictions (chapter 07's ladder, rung by rung).
 
     python -m pytest -m gpu          # on a machine with an NVIDIA GPU (Colab: a T4 runtime)
 
@@ -19,7 +19,7 @@ import pytest
 from test_cuda_sim import RUNS, notebook_kernels
 from test_notebooks import run_with_solutions
 
-from helpers import backend, cuda, evidence, kernel_checks, roofline, specs, workloads
+from helpers import backend, counter_checks, cuda, evidence, kernel_checks, make_it_fast, roofline, specs, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not backend.backends()["cupy"].usable,
@@ -88,7 +88,8 @@ def test_the_exercise_solutions_pass_and_planted_wrong_kernels_fail_on_the_gpu(c
     assert not any(planted) and all(v.attempted for v in planted)
 
 
-@pytest.mark.parametrize("chapter", ["03_gpu_cupy.ipynb", "05_training.ipynb", "06_when_to_use_which.ipynb"])
+@pytest.mark.parametrize("chapter", ["03_gpu_cupy.ipynb", "05_training.ipynb", "06_when_to_use_which.ipynb",
+                                     "07_make_it_fast.ipynb"])
 def test_the_gpu_chapters_run_to_the_end_with_their_solutions(chapter):
     run_with_solutions(chapter)
 
@@ -123,6 +124,47 @@ def test_a_big_matmul_prediction_is_within_the_documented_factor_of_the_measurem
 
 
 
+#: Rungs whose published counterparts already sit outside FACTOR of the model, listed with why in
+#: docs/predictions.md: measured here, printed, not held to it.
+KNOWN_GAPS = {"2 coalesced"}
+
+
+def test_every_rung_of_the_ladder_is_right_and_beside_its_prediction_on_the_gpu(capsys):
+    """Chapter 07: each rung at 4096 on this GPU against NumPy's product of a corner, then timed beside
+    make_it_fast.predict; every ratio is printed, and each held to FACTOR but the listed gaps."""
+    cupy, gpu = cuda.cupy(), cuda.gpu()
+    spec, n = make_it_fast.device_spec(gpu), make_it_fast.BIG_N
+    kernels = make_it_fast.gpu_kernels(cupy)
+    a, b = make_it_fast.inputs(n)
+    want = a[:64] @ b
+    ratios = {}
+    for r in make_it_fast.RUNGS:
+        c = cupy.empty((n, n), dtype=cupy.float32)
+        grid, block = r.launch(n)
+        kernels[r.label](grid, block, (cupy.asarray(a), cupy.asarray(b), c, np.int32(n)))
+        np.testing.assert_allclose(cupy.asnumpy(c[:64]), want, rtol=1e-3, atol=1e-2)
+        ratios[r.label] = make_it_fast.measure(gpu, r, n, kernels[r.label]).median / make_it_fast.predict(
+            r.label, spec, n).seconds
+    with capsys.disabled():
+        print("\n" + "\n".join(f"{label}: measured / predicted = {ratio:.2f}" for label, ratio in ratios.items()))
+    outside = {label: ratio for label, ratio in ratios.items()
+               if label not in KNOWN_GAPS and not 1 / FACTOR <= ratio <= FACTOR}
+    assert not outside, outside
+
+
+def test_the_exercise_checks_of_chapter_07_read_the_counters_on_the_gpu():
+    """Right on the GPU is not enough: the strided add still fails its check, the coalesced one passes."""
+    strided = ('extern "C" __global__ void add_matrices(const float* A, const float* B, float* C, int n) {\n'
+               "    int row = blockIdx.x * blockDim.x + threadIdx.x;\n"
+               "    int col = blockIdx.y * blockDim.y + threadIdx.y;\n"
+               "    if (row < n && col < n) { C[row * n + col] = A[row * n + col] + B[row * n + col]; }\n}\n")
+    coalesced = strided.replace("int row = blockIdx.x", "int col = blockIdx.x").replace("int col = blockIdx.y",
+                                                                                        "int row = blockIdx.y")
+    assert not counter_checks.check_coalesced(strided).passed
+    assert counter_checks.check_coalesced(coalesced).passed
+    assert counter_checks.check_tiles((128, 128, 16, 8, 8)).passed
+
+
 def test_the_gpu_report_measures_every_case_on_this_gpu(tmp_path):
     """python -m helpers gpu-report, at small sizes: every case measured on this GPU, none skipped."""
     from helpers.__main__ import main
@@ -130,4 +172,4 @@ def test_the_gpu_report_measures_every_case_on_this_gpu(tmp_path):
     path = tmp_path / "report.json"
     assert main(["gpu-report", "--quick", "--json", str(path)]) == 0
     data = json.loads(path.read_text())
-    assert data["skipped"] == [] and {"03", "05"} <= {row["chapter"] for row in data["rows"]}
+    assert data["skipped"] == [] and {"03", "05", "07"} <= {row["chapter"] for row in data["rows"]}

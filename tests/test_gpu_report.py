@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from test_cuda import FakeArray, FakeCupy, on_device
 
-from helpers import backend, choosing, cuda, evidence, gpu_report, roofline, specs, training, workloads
+from helpers import backend, choosing, cuda, evidence, gpu_report, make_it_fast, roofline, specs, training, workloads
 from helpers.__main__ import main
 from helpers.backend import BackendStatus
 from helpers.executor import cupy_cpu
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Sizes the CPU executor runs in moments: every case of every chapter, small.
 TINY = gpu_report.Sizes(copy_mib=1, axpby=1_000, sweep=(100, 1_000), stream=600, matmul_kernels=8, roof_matmul=16,
                         image=(8, 6), jax_matmul=(16, 32), pad_base=16, precision=16, widths=(64,), batch_sweep=(32,),
-                        steps=(10, 100), batches=(1, 4))
+                        steps=(10, 100), batches=(1, 4), ladder=128)
 GPU_NAME = "Tesla T4"
 
 
@@ -48,7 +48,7 @@ class StandInCupy(FakeCupy):
         super().__init__()
         self.__version__ = "0.0+stand-in"
         props = {"name": GPU_NAME.encode(), "totalGlobalMem": 16 * 2**30, "multiProcessorCount": 40,
-                 "l2CacheSize": 0}  # no L2: beyond_l2 keeps the sizes given
+                 "major": 7, "minor": 5, "l2CacheSize": 0}  # no L2: beyond_l2 keeps the sizes given
         self.cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDeviceProperties=lambda i: props,
                                                   driverGetVersion=lambda: 12040, runtimeGetVersion=lambda: 12060)
 
@@ -61,6 +61,17 @@ class StandInCupy(FakeCupy):
                 return on_device(self.on_cpu(*(np.asarray(a) if isinstance(a, FakeArray) else a for a in args)))
 
         self.ElementwiseKernel = ElementwiseKernel
+
+        class RawModule:  # chapter 07's templates: the executor's RawModule, handed NumPy arrays
+            def __init__(self, code, name_expressions=()) -> None:
+                self.on_cpu = cupy_cpu.RawModule(code=code, name_expressions=name_expressions)
+
+            def get_function(self, name):
+                kernel = self.on_cpu.get_function(name)
+                return lambda grid, block, args: kernel(grid, block, tuple(
+                    np.asarray(a) if isinstance(a, FakeArray) else a for a in args))
+
+        self.RawModule = RawModule
 
     @staticmethod
     def asnumpy(a) -> np.ndarray:
@@ -137,7 +148,7 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     assert data["skipped"] == [], data["skipped"]
     assert data["settings"] == {"sizes": "quick", "budget_s": 0.01}
     rows = data["rows"]
-    assert {r["chapter"] for r in rows} == {"03", "04", "05", "06"}
+    assert {r["chapter"] for r in rows} == {"03", "04", "05", "06", "07"}
     assert len({(r["chapter"], r["label"]) for r in rows}) == len(rows)  # every measurement once
     for r in rows:
         assert r["predicted_s"] > 0 and r["measured_s"] > 0 and r["iqr_s"] >= 0, r
@@ -173,6 +184,9 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     mm_flops = workloads.matmul_flops(TINY.matmul_kernels)
     assert by_label["matmul: cuBLAS (a @ b)"]["predicted_s"] == t4.predict_seconds(  # priced as a tuned matmul
         mm_flops, mm_flops / cuda.matmul_ways(TINY.matmul_kernels)["cuBLAS (a @ b)"][0], matmul=True)
+    assert by_label["SGEMM rung 5 2D block tiling"]["predicted_s"] == make_it_fast.predict(
+        "5", "NVIDIA T4", TINY.ladder).seconds  # chapter 07: the kernel model, from the executor's counts
+    assert {f"SGEMM rung {r.label}" for r in make_it_fast.RUNGS} <= labels
     steps = 1347 // 32  # chapter 05's 1,347 training digits in batches of 32
     assert by_label["epoch by width: CuPy, hidden 64"]["predicted_s"] == training.predict_epoch(
         "NVIDIA T4", 32, 64, steps, 64, 10, kind="cupy").seconds

@@ -2,9 +2,10 @@
 
 A warp is 32 threads of a block in order of x, then y, then z (a block's last warp may be partly empty). A
 request is one warp's load or store at one line: a global one touches 32-byte sectors (coalesced: a warp reading
-32 neighbouring floats touches 4; one float in each of 32 rows touches 32); a shared one is served in as many
-passes (wavefronts) as the most distinct 4-byte words any one of the 32 banks holds (2 words of one bank: a
-2-way conflict; the same word read by many lanes is a broadcast, one pass). A warp step is one statement, or one
+32 neighbouring floats touches 4; one float in each of 32 rows touches 32) in 128-byte lines (1 and 32); a shared
+one is served in as many passes (wavefronts) as the most distinct 4-byte words any one of the 32 banks holds (2
+words of one bank: a 2-way conflict; the same word read by many lanes is a broadcast, one pass), at least one per
+phase (a float4 request has 4 phases of 8 lanes: 4 passes is conflict-free). A warp step is one statement, or one
 branch or loop condition, run by a warp with at least one active lane; a warp primitive (a shuffle or a vote such
 as __ballot_sync) is one more. Where the model is simpler than a GPU: shared arrays are laid out one after
 another in declaration order, each at a 16-byte boundary; 8-byte elements are counted by their first word; the
