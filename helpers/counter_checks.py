@@ -7,7 +7,6 @@ right but not yet fast is a ❌ that names the counter, its value and the value 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -127,7 +126,7 @@ def check_padded(source: Any) -> Verdict:
     """The bank-conflict exercise: transpose right on the executor (and a GPU) at n = 50, 64 and one drawn afresh,
     then at n = 64 every shared-memory request must be served in one pass (1-way: no bank conflict)."""
     def judge(c: executor.Counters) -> str | None:
-        if not c.shared_phases:
+        if not c.shared_load_requests:
             return "it reads no shared memory: the exercise is to keep the tile and remove its bank conflicts"
         if c.bank_conflicts == 0:
             return None
@@ -147,6 +146,8 @@ START_TILES = (256, 256, 32, 8, 8)
 MAX_SIDE = 256
 #: The most float32 registers a thread has (NVIDIA's tuning guides: 'The maximum registers per thread is 255').
 MAX_REGISTERS = 255
+#: The sides BM and BN must divide: the largest the check runs (the kernel has no bounds checks).
+BIG_SIDES = MAX_SIDE
 #: Blocks an SM of the T4 must hold at once: while one waits at __syncthreads(), another computes.
 MIN_BLOCKS = 2
 
@@ -156,6 +157,10 @@ def tile_problem(tiles: tuple[int, int, int, int, int], device: str = specs.REFE
     bm, bn, bk, tm, tn = tiles
     if bm % tm or bn % tn:
         return f"TM = {tm} must divide BM = {bm} and TN = {tn} must divide BN = {bn}: each thread takes TM x TN of C"
+    if make_it_fast.BIG_N % bk or BIG_SIDES % bm or BIG_SIDES % bn:
+        return (f"BM = {bm}, BN = {bn} and BK = {bk} must each divide the matrices' side: the kernel has no bounds "
+                f"checks, and this check runs it at n = {MAX_SIDE} or less and predicts n = {make_it_fast.BIG_N:,}. "
+                "Pick powers of two (BM and BN at most 256)")
     threads = (bm // tm) * (bn // tn)
     if threads % 32 or threads > specs.MAX_BLOCK_THREADS:
         return (f"(BM / TM) x (BN / TN) = {threads:,} threads per block: a block must be whole warps (a multiple of "
@@ -182,10 +187,6 @@ def _tiles(tiles: Any) -> tuple[int, int, int, int, int] | str:
         return f"expected five whole numbers (BM, BN, BK, TM, TN), got {_type_name(tiles)}"
     if any(type(t) is not int or t < 1 for t in tiles):
         return f"expected five whole numbers above zero (BM, BN, BK, TM, TN), got {tuple(tiles)!r:.80}"
-    bm, bn = tiles[0], tiles[1]
-    if math.lcm(bm, bn) > MAX_SIDE:
-        return (f"BM = {bm} and BN = {bn}: the check multiplies matrices whose side is a multiple of both "
-                f"({math.lcm(bm, bn):,}); keep it at most {MAX_SIDE} (tiles beyond 256 do not fit a block anyway)")
     return tuple(tiles)  # type: ignore[return-value]
 
 
@@ -194,12 +195,12 @@ def check_tiles(tiles: Any) -> Verdict:
     """The tile exercise: sgemm_2d<BM, BN, BK, TM, TN> must fit a block, keep MIN_BLOCKS blocks on a T4's SM,
     compile, and multiply right on the executor; the verdict then gives its predicted GFLOP/s on a T4."""
     title = "tile sizes for sgemm_2d"
-    if type(tiles) in (tuple, list) and tuple(tiles) == START_TILES:
-        return Verdict(False, False, f"⏳ {title}: not attempted yet. Change my_tiles, run it, then run this check "
-                                     "again.")
     checked = _tiles(tiles)
     if isinstance(checked, str):
         return Verdict(False, True, f"❌ {title}: {checked}")
+    if checked == START_TILES:
+        return Verdict(False, False, f"⏳ {title}: not attempted yet. Change my_tiles, run it, then run this check "
+                                     "again.")
     why = tile_problem(checked)
     if why:
         return Verdict(False, True, f"❌ {title}: {why}.")
@@ -213,7 +214,10 @@ def check_tiles(tiles: Any) -> Verdict:
             return Verdict(False, True, f"❌ {title}: NVRTC could not instantiate {expression}:\n{exc}")
     r = make_it_fast.Rung(f"your {expression}", expression, "", (checked[0], checked[1]),
                           ((checked[0] // checked[3]) * (checked[1] // checked[4]),), checked[3] * checked[4])
-    n = math.lcm(checked[0], checked[1])
+    n = max(checked[0], checked[1])  # both divide 256, so the larger is a multiple of the smaller
+    if n % checked[2]:
+        return Verdict(False, True, f"❌ {title}: BK = {checked[2]} must divide n = {n}, the side this check runs at "
+                                    "(the larger of BM and BN): the kernel steps along k by BK with no bounds check.")
     a, b = make_it_fast.inputs(n, seed=SEED)
     try:
         c, counted = make_it_fast.run_on_executor(r, a, b, name_expressions=(expression,))
