@@ -89,8 +89,14 @@ def _right_then_counted(title: str, source: Any, name: str, what: str, reference
 
 
 def _counted(c: executor.Counters) -> str:
-    ways = f", {c.ways_per_request:.2f}-way shared requests" if c.shared_phases else ""
+    ways = f", shared reads {c.load_ways:.2f}-way and writes {_store_ways(c):.2f}-way" if c.shared_phases else ""
     return f"{c.sectors_per_request:.2f} sectors per global request{ways}"
+
+
+def _store_ways(c: executor.Counters) -> float:
+    """ways_per_request of the shared stores alone."""
+    phases = c.shared_phases - c.shared_load_phases
+    return (c.shared_wavefronts - c.shared_load_wavefronts) / phases if phases else 0.0
 
 
 def add_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -130,9 +136,9 @@ def check_padded(source: Any) -> Verdict:
             return "it reads no shared memory: the exercise is to keep the tile and remove its bank conflicts"
         if c.bank_conflicts == 0:
             return None
-        return (f"its shared-memory requests are {c.ways_per_request:.2f}-way on average ({c.bank_conflicts:,} extra "
-                "passes): two numbers of one column of the tile still share a bank. A row of 32 floats spans the 32 "
-                "banks once; give each row one more float, so that the next row starts one bank later")
+        return (f"its shared-memory reads take {c.load_ways:.2f} passes each where 1 would do ({c.bank_conflicts:,} "
+                "extra passes in all): the numbers of one column of the tile still share a bank. A row of 32 floats "
+                "spans the 32 banks once; give each row one more float, so that the next row starts one bank later")
     return _right_then_counted("conflict-free transpose", source, "transpose", "the tile's declaration",
                                transpose_reference, 1, judge)
 

@@ -234,7 +234,7 @@ def test_refresh_makes_the_gpu_pins_from_the_shared_base_and_the_series_gpu_pack
         "jax-cuda12-pjrt==0.7.2", "nvidia-cuda-nvrtc-cu12==12.8.93"]
     assert text.startswith("# Colab's GPU runtime, as Google publishes it: pip-freeze.gpu.txt of\n")
     assert "# python: 3.13" in text and f"at commit {'a' * 40} (2026-08-19)" in text
-    assert "#   cupy-cuda12x (CuPy: chapters 03, 05 and 06)" in text
+    assert "#   cupy-cuda12x (CuPy: chapters 03, 05, 06 and 07)" in text
     assert "#   torch==2.11.0+cu128 (a build from its maker's own index, +cu128, not on PyPI)" in text
     assert "# Left out, the GPU runtime's other 4 packages: " in text
     assert "#   cucim-cu12, cudf-cu12, nvidia-cublas-cu12, tensorflow\n" in text
@@ -264,7 +264,7 @@ def test_each_image_runs_its_chapters_with_its_pins_in_its_own_environment() -> 
     assert run.choose_image(["--image", "gpu"]) is GPU and run.choose_image(["--image=gpu"]) is GPU
     assert TPU.chapters == project.CHAPTERS and TPU.pins.name == "pins-tpu.txt" and TPU.venv == ROOT / ".colab-venv"
     assert [chapter.file for chapter in GPU.chapters] == ["03_gpu_cupy.ipynb", "05_training.ipynb",
-                                                          "06_when_to_use_which.ipynb"]
+                                                          "06_when_to_use_which.ipynb", "07_make_it_fast.ipynb"]
     assert GPU.pins.name == "pins-gpu.txt" and GPU.venv == ROOT / ".colab-venv-gpu"
     # No GPU and no CUDA libraries here: JAX's CUDA plugin skips only its check of the libraries' versions.
     assert TPU.kernel_env == {} and GPU.kernel_env == {"JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}

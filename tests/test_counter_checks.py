@@ -130,20 +130,20 @@ def test_a_coalesced_add_without_its_bounds_check_reads_out_of_bounds(capsys) ->
 
 def test_the_padding_solution_passes_one_pass_per_request(capsys) -> None:
     message = _passed(capsys, counter_checks.check_padded(TRANSPOSE_SOLUTION), PADDED)
-    assert "1.00-way shared requests" in message
+    assert "shared reads 1.00-way and writes 1.00-way" in message
 
 
 def test_the_unpadded_tile_is_right_but_32_way(capsys) -> None:
-    """Reads 32-way, writes 1-way: 16.5 on average; 31 extra passes per read of each of 4 blocks x 32 warps."""
+    """Reads 32-way, writes 1-way; 31 extra passes per read of each of 4 blocks x 32 warps."""
     unpadded = _changed(TRANSPOSE_START, TILE_TODO, "")
     _failed(capsys, counter_checks.check_padded(unpadded), PADDED, "right, but not fast yet",
-            "16.50-way on average", f"({4 * 32 * 31:,} extra passes)")
+            "reads take 32.00 passes each", f"({4 * 32 * 31:,} extra passes in all)")
 
 
 def test_a_tile_padded_by_two_is_still_two_way(capsys) -> None:
     padded_two = _changed(TRANSPOSE_SOLUTION, "tile[TILE][TILE + 1]", "tile[TILE][TILE + 2]")
-    _failed(capsys, counter_checks.check_padded(padded_two), PADDED, "1.50-way on average",
-            f"({4 * 32:,} extra passes)")
+    _failed(capsys, counter_checks.check_padded(padded_two), PADDED, "reads take 2.00 passes each",
+            f"({4 * 32:,} extra passes in all)")
 
 
 def test_the_padded_transpose_without_its_barrier_races(capsys) -> None:

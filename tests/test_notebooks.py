@@ -2,7 +2,7 @@
 
 Every chapter runs with its solutions filled in (with_solutions, judged by unpassed_checks) in CI's Colab-versions
 run, tests/colab/run.py (TPU image), not here: nbval already runs every chapter as stored, and running each twice
-in this suite cost CI two minutes. tests/test_gpu.py runs chapters 03, 05 and 06 with their solutions on a GPU.
+in this suite cost CI two minutes. tests/test_gpu.py runs chapters 03, 05, 06 and 07 with their solutions on a GPU.
 
 Fix most failures here with `python -m helpers notebooks sync` (header, set-up cell, metadata, README map) and
 `python -m helpers notebooks execute` (stored outputs).

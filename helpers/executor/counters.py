@@ -42,6 +42,8 @@ class Counters:
     #: The passes the shared requests need at best: one per request, n for an n-word vector (LDS.64/128 is
     #: served in n phases of 32/n lanes), so bank conflicts are the passes beyond these.
     shared_phases: int = 0
+    shared_load_wavefronts: int = 0  # the loads' share of shared_wavefronts
+    shared_load_phases: int = 0  # and of shared_phases
     #: 128-byte lines the global requests touch: the L1 cache looks each one up in a cycle of its own.
     global_load_lines: int = 0
     global_store_lines: int = 0
@@ -68,6 +70,11 @@ class Counters:
         """Passes per pass needed: 1 without bank conflicts, 32 when all 32 lanes hit one bank's words (a float4
         request needs 4 passes at best, and counts as 1-way when it takes 4)."""
         return self.shared_wavefronts / self.shared_phases if self.shared_phases else 0.0
+
+    @property
+    def load_ways(self) -> float:
+        """ways_per_request of the shared loads alone (a transpose's reads may conflict where its writes do not)."""
+        return self.shared_load_wavefronts / self.shared_load_phases if self.shared_load_phases else 0.0
 
     @property
     def lines_per_request(self) -> float:

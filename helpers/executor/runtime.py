@@ -686,6 +686,8 @@ class Lanes:
             requests, passes = counting.wavefronts(words, active, self.lanes)
         if load:
             self.counters.shared_load_requests += requests
+            self.counters.shared_load_wavefronts += passes
+            self.counters.shared_load_phases += requests * n
         else:
             self.counters.shared_store_requests += requests
         self.counters.shared_wavefronts += passes

@@ -33,7 +33,7 @@ NOT_INSTALLABLE = {
 }
 #: The GPU runtime's own packages that the series uses, and the ones their wheels require (Requires-Dist).
 GPU_SERIES = {
-    "cupy-cuda12x": "CuPy: chapters 03, 05 and 06",
+    "cupy-cuda12x": "CuPy: chapters 03, 05, 06 and 07",
     "cuda-pathfinder": "required by cupy-cuda12x 14",
     "jax-cuda12-plugin": "JAX's CUDA backend; without a GPU JAX runs on the CPU",
     "jax-cuda12-pjrt": "required by jax-cuda12-plugin",
