@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import cuda, make_it_fast, mandelbrot, mlp, roofline, specs, workloads
+from . import cuda, mandelbrot, mlp, roofline, specs, workloads
 from .backend import backends, to_backend
 from .hardware import hardware, jax_dot_roof, where_we_run
 from .timing import Timing, benchmark, format_seconds, set_timing_budget, spread_shown
@@ -68,7 +68,7 @@ class Sizes:
     batch_sweep: tuple[int, ...]  # ch05 BATCH_SWEEP: one epoch against the batch, at Training.wide
     steps: tuple[int, ...]  # ch06 N_STEPS: the recurrence by jax.lax.scan and associative_scan
     batches: tuple[int, ...]  # ch06 BATCHES: the 64-64-10 network's jitted forward pass
-    ladder: int  # ch07 BIG: every rung of the SGEMM ladder
+    ladder: int  # ch07 BIG (make_it_fast.BIG_N): every rung of the SGEMM ladder
 
 
 CHAPTER_SIZES = Sizes(
@@ -77,7 +77,7 @@ CHAPTER_SIZES = Sizes(
     stream=10_000_000, matmul_kernels=2048, roof_matmul=4096, image=(1280, 960),
     jax_matmul=(512, 1024, 2048, 4096, 8192), pad_base=4096, precision=2048,
     widths=(16, 64, 256, 1024, 4096, 16384), batch_sweep=(16, 64, 256, 1024),
-    steps=(1_000, 10_000, 100_000), batches=(1, 16, 256, 4_096, 65_536), ladder=make_it_fast.BIG_N)
+    steps=(1_000, 10_000, 100_000), batches=(1, 16, 256, 4_096, 65_536), ladder=4096)
 QUICK = Sizes(copy_mib=8, axpby=100_000, sweep=(1_000, 100_000, 1_000_000), stream=1_000_000, matmul_kernels=256,
               roof_matmul=512, image=(320, 240), jax_matmul=(512, 1024), pad_base=1024, precision=512,
               widths=(16, 1024), batch_sweep=(16, 1024), steps=(1_000, 10_000), batches=(1, 256), ladder=512)
@@ -578,6 +578,8 @@ def chapter07(here: Here, sizes: Sizes) -> list[Case]:
     """Every rung of chapter 07's SGEMM ladder at its size, beside roofline.predict_kernel's time for it."""
     if here.gpu is None:
         return []
+    from . import make_it_fast  # the CPU executor's translator (pycparser) loads only when a GPU is here
+
     gpu, n = here.gpu, sizes.ladder
     spec = make_it_fast.device_spec(gpu)
     kernels = make_it_fast.gpu_kernels(cuda.cupy())

@@ -187,6 +187,7 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     assert by_label["SGEMM rung 5 2D block tiling"]["predicted_s"] == make_it_fast.predict(
         "5", "NVIDIA T4", TINY.ladder).seconds  # chapter 07: the kernel model, from the executor's counts
     assert {f"SGEMM rung {r.label}" for r in make_it_fast.RUNGS} <= labels
+    assert gpu_report.CHAPTER_SIZES.ladder == make_it_fast.BIG_N  # the chapter's size, written twice
     steps = 1347 // 32  # chapter 05's 1,347 training digits in batches of 32
     assert by_label["epoch by width: CuPy, hidden 64"]["predicted_s"] == training.predict_epoch(
         "NVIDIA T4", 32, 64, steps, 64, 10, kind="cupy").seconds
