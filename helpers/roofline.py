@@ -5,7 +5,7 @@
                 = max(host overhead, device time)    (pipelined: calls queue up, one wait at the end)
 
 Every constant below says where it comes from. `docs/predictions.md` sets the model beside every published
-end-to-end measurement on file (`docs/published-measurements.json`); a test keeps each ratio within 2x.
+end-to-end measurement on file (`helpers/data/published-measurements.json`); a test keeps each ratio within 2x.
 This module is infrastructure: plots and chapter modules import it, it imports no chapter module and no plots.
 """
 
