@@ -113,11 +113,12 @@ def check_coalesced(source: Any) -> Verdict:
     """The coalescing exercise: add_matrices right on the executor (and a GPU) at n = 50, 64 and one drawn afresh,
     then at n = 64 every global request must touch IDEAL_SECTORS sectors."""
     def judge(c: executor.Counters) -> str | None:
-        if c.sectors_per_request <= IDEAL_SECTORS:
+        if c.worst_sectors <= IDEAL_SECTORS:
             return None
-        return (f"each warp's load or store touches {c.sectors_per_request:.2f} sectors of 32 bytes on average; 32 "
-                f"neighbouring floats touch {IDEAL_SECTORS:g}. Make threadIdx.x move along a row (the column index), "
-                "so that the 32 threads of a warp read 32 neighbouring numbers")
+        return (f"a warp's load or store touches up to {c.worst_sectors} sectors of 32 bytes "
+                f"({c.sectors_per_request:.2f} on average); 32 neighbouring floats touch {IDEAL_SECTORS:g}. Make "
+                "threadIdx.x move along a row (the column index), so that the 32 threads of a warp read 32 "
+                "neighbouring numbers")
     return _right_then_counted("coalesced matrix add", source, "add_matrices", "the two index lines",
                                add_reference, 2, judge)
 
@@ -134,6 +135,10 @@ def check_padded(source: Any) -> Verdict:
     def judge(c: executor.Counters) -> str | None:
         if not c.shared_load_requests:
             return "it reads no shared memory: the exercise is to keep the tile and remove its bank conflicts"
+        if c.worst_sectors > IDEAL_SECTORS:
+            return (f"a warp's load or store touches up to {c.worst_sectors} sectors: the tile is there so that both "
+                    "the read of `in` and the write of `out` take neighbouring numbers (4 sectors); read the tile by "
+                    "columns instead, tile[threadIdx.x][threadIdx.y]")
         if c.bank_conflicts == 0:
             return None
         return (f"its shared-memory reads take {c.load_ways:.2f} passes each where 1 would do ({c.bank_conflicts:,} "
@@ -179,7 +184,13 @@ def tile_problem(tiles: tuple[int, int, int, int, int], device: str = specs.REFE
     if registers > MAX_REGISTERS:
         return (f"each thread keeps TM x TN + TM + TN = {registers} floats in registers; a thread has at most "
                 f"{MAX_REGISTERS}, and the rest spill to slow memory. Lower TM or TN")
-    occ = roofline.occupancy(device, threads, shared)
+    try:
+        occ = roofline.occupancy(device, threads, shared, registers)  # a lower bound on registers: a GPU holds no more
+    except ValueError:
+        spec = roofline.published_spec(device)
+        return (f"one block needs {threads:,} threads x {registers} registers = {threads * registers:,} registers, "
+                f"more than an SM of the {spec.name} has ({specs.sm_limits(spec).registers:,}): fewer threads per "
+                "block, or a smaller TM x TN")
     if occ.blocks_per_sm < MIN_BLOCKS:
         return (f"an SM of the {roofline.published_spec(device).name} holds {occ.blocks_per_sm} such block at once "
                 f"({occ.limited_by} run out): while it waits at __syncthreads(), nothing else runs there. Keep at "
@@ -191,9 +202,9 @@ def _tiles(tiles: Any) -> tuple[int, int, int, int, int] | str:
     """The five tile sizes as ints, or what is wrong with them."""
     if type(tiles) not in (tuple, list) or len(tiles) != 5:
         return f"expected five whole numbers (BM, BN, BK, TM, TN), got {_type_name(tiles)}"
-    if any(type(t) is not int or t < 1 for t in tiles):
+    if any(isinstance(t, bool) or not isinstance(t, int | np.integer) or t < 1 for t in tiles):
         return f"expected five whole numbers above zero (BM, BN, BK, TM, TN), got {tuple(tiles)!r:.80}"
-    return tuple(tiles)  # type: ignore[return-value]
+    return tuple(int(t) for t in tiles)  # type: ignore[return-value]
 
 
 @_announced

@@ -223,7 +223,8 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
 
 
 #: Chapter 07's kernel model's own constants (helpers.roofline), listed with the others.
-KERNEL_CONSTANTS = ("SCHEDULERS", "ARITHMETIC_LATENCY", "SHARED_PASSES_PER_CLOCK", "L1_LINES_PER_CLOCK")
+KERNEL_CONSTANTS = ("KERNEL_FP32_EFFICIENCY", "SCHEDULERS", "ARITHMETIC_LATENCY", "SHARED_PASSES_PER_CLOCK",
+                    "L1_LINES_PER_CLOCK")
 #: The GPUs chapter 07 predicts for: the reference T4, an H100, and those the published worklogs used.
 LADDER_GPUS = ("NVIDIA T4", "NVIDIA H100 SXM", "NVIDIA RTX A6000", "NVIDIA GeForce RTX 3090", "NVIDIA V100 SXM2 32GB")
 

@@ -85,8 +85,10 @@ RUNGS: tuple[Rung, ...] = (
 )
 
 
-def rung(label: str) -> Rung:
-    """The rung whose label starts with `label` ('1', 'naive', '5 2D'...); a ValueError listing them otherwise."""
+def rung(label: str | int) -> Rung:
+    """The rung whose label starts with `label` (1, '1', 'naive', '5 2D'...); a ValueError listing them otherwise."""
+    if isinstance(label, int) and not isinstance(label, bool):
+        label = str(label)
     if not isinstance(label, str) or not label.strip():
         found = []
     elif label.strip().isdigit():
@@ -134,10 +136,24 @@ def run_on_executor(r: Rung, a: np.ndarray, b: np.ndarray,
     return c, launch.counters
 
 
-@cache
-def counts(label: str, n: int = COUNT_N) -> Counters:
+def counts(label: str | int, n: int = COUNT_N) -> Counters:
     """What rung `label` does at n x n on the executor (checked against NumPy first: a wrong kernel's counts are
-    worth nothing)."""
+    worth nothing). At most MAX_COUNT_N: the executor checks every access."""
+    r = rung(label)
+    n = positive_int("n", n)
+    if n > MAX_COUNT_N:
+        raise ValueError(f"n = {n:,}: the CPU executor counts at most n = {MAX_COUNT_N} (it checks every access of "
+                         f"every thread); the counts per multiply-add are the same at {COUNT_N}")
+    r.launch(n)  # a size the rung cannot run is refused here, by name
+    return _counts(r.label, n)
+
+
+#: The largest n counts() runs: 256³ multiply-adds take the executor a few seconds a rung.
+MAX_COUNT_N = 256
+
+
+@cache
+def _counts(label: str, n: int) -> Counters:
     r = rung(label)
     a, b = inputs(n)
     c, counted = run_on_executor(r, a, b)
@@ -150,7 +166,8 @@ def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BI
          counted_at: int = COUNT_N) -> roofline.KernelWork:
     """What rung `r` does at n x n on `device`: the executor's counts at `counted_at`, scaled (n³ for loads,
     shared passes and FLOPs, n² for stores), and the DRAM bytes of the cache model."""
-    grow, spread = (n / counted_at) ** 3, (n / counted_at) ** 2
+    r.launch(positive_int("n", n))  # a size the rung cannot run has no time
+    grow, spread = (n / positive_int("counted_at", counted_at)) ** 3, (n / counted_at) ** 2
     c = counted
     spec = roofline.published_spec(device)
     occ = roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block)
@@ -170,6 +187,13 @@ def predict(label: str, device: specs.DeviceSpec | str, n: int = BIG_N) -> roofl
     """The predicted time of rung `label` at n x n on `device` (helpers.roofline.predict_kernel)."""
     r = rung(label)
     return roofline.predict_kernel(device, work(r, counts(r.label), device, n))
+
+
+def chapter_gpu(gpu: Any) -> Any:
+    """h.cuda.gpu() with device_spec's spec: its predictions, and the label they are printed under, are for the card
+    the model can describe (the T4 where it knows nothing of the card here; the note then says so)."""
+    device = device_spec(gpu)
+    return dataclasses.replace(gpu, spec=device, own_specs=gpu.own_specs and device.name == gpu.spec.name)
 
 
 def device_spec(gpu: Any) -> specs.DeviceSpec:
@@ -221,7 +245,7 @@ def load_sectors_per_request(c: Counters) -> float:
 
 def show_table(rows: Sequence[Row], n: int = BIG_N) -> None:
     """Print the counters table: one line per rung."""
-    head = (f"{'rung':<22}{'sectors/load':>13}{'bank ways':>10}{'FLOP/byte':>10}{'outputs':>8}{'threads':>8}"
+    head = (f"{'rung':<22}{'sectors/load':>13}{'bank ways':>10}{'FLOP/B':>10}{'outputs':>8}{'threads':>8}"
             f"{'shared B':>9}{'warps/SM':>9}{'bound by':>15}{'GFLOP/s':>9}")
     print(head)
     for row in rows:

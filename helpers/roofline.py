@@ -653,6 +653,14 @@ L1_LINES_PER_CLOCK = Cost(1, "128-byte lines an SM's L1 cache looks up per clock
                           "'If not all cache lines or sectors can be accessed in a single wavefront, multiple "
                           "wavefronts are created'; assumed: one 128-byte line per wavefront (no NVIDIA document found "
                           "says how many lines one wavefront holds)")
+#: The share of the float32 peak a hand-written CUDA-core kernel reaches at best: its arithmetic term's rate.
+KERNEL_FP32_EFFICIENCY = Cost(0.56, "fraction of the float32 (CUDA-core) peak a hand-written matmul kernel reaches",
+                              "fitted: the fastest hand-written float32 kernels in the worklogs on file, both "
+                              "warp-tiled (so checked against no rung): 21,779.3 GFLOP/s on an RTX A6000, 56% of "
+                              "38.71 TFLOP/s (https://github.com/siboehm/SGEMM_CUDA), and 20.1649 TFLOP/s on an RTX "
+                              "3090, 57% of 35.6 (https://github.com/leimao/CUDA-GEMM-Optimization); a V100's came "
+                              "closer to its peak (13,583.9 of 15,700 GFLOP/s, https://github.com/jhlee508/"
+                              "matmul-cuda), so the share is low there")
 #: FLOPs a warp's multiply-add instruction does: 32 lanes, a multiply and an add each.
 WARP_FMA_FLOPS = 64
 
@@ -698,7 +706,7 @@ def occupancy(device: Device, threads_per_block: int, shared_bytes_per_block: in
     registers limit it); a ValueError when one block cannot run at all."""
     spec, sm = _gpu_spec(device)
     threads = positive_int("threads_per_block", threads_per_block)
-    shared = int(_amount("shared_bytes_per_block", shared_bytes_per_block))
+    shared = 0 if shared_bytes_per_block == 0 else positive_int("shared_bytes_per_block", shared_bytes_per_block)
     if threads > specs.MAX_BLOCK_THREADS:
         raise ValueError(f"{threads:,} threads per block: a block holds at most {specs.MAX_BLOCK_THREADS:,}")
     if shared > specs.MAX_STATIC_SHARED:
@@ -743,8 +751,9 @@ def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
     """Seconds one launch of a kernel takes on the GPU `device` (a published spec), from what it does.
 
     Each SM's units work side by side, so the slowest sets the time: arithmetic at the share of the float32 peak
-    a tuned matmul reaches (MATMUL_EFFICIENCY), one instruction per scheduler per clock, shared memory one pass
-    per clock, the L1 one line per clock, DRAM at MEMORY_EFFICIENCY of its bandwidth; plus the kernel's floor.
+    a hand-written kernel reaches (KERNEL_FP32_EFFICIENCY), one instruction per scheduler per clock, shared memory
+    one pass per clock, the L1 one line per clock, DRAM at MEMORY_EFFICIENCY of its bandwidth; plus the kernel's
+    floor.
     Too few warps to cover ARITHMETIC_LATENCY stretch the arithmetic and the issue terms.
     """
     if not isinstance(work, KernelWork):
@@ -756,7 +765,7 @@ def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
     hidden = min(1.0, occ.warps_per_sm * positive_int("sums_per_thread", work.sums_per_thread) / needed)
     flops = _amount("flops", work.flops)
     terms = {
-        "arithmetic": flops / (spec.peak_flops["float32"] * MATMUL_EFFICIENCY["gpu"].value) / hidden,
+        "arithmetic": flops / (spec.peak_flops["float32"] * KERNEL_FP32_EFFICIENCY.value) / hidden,
         "issue": (flops / WARP_FMA_FLOPS + _amount("requests", work.requests)) / (SCHEDULERS.value * clocks) / hidden,
         "shared memory": _amount("shared_passes", work.shared_passes) / (SHARED_PASSES_PER_CLOCK.value * clocks),
         "L1 lines": _amount("global_lines", work.global_lines) / (L1_LINES_PER_CLOCK.value * clocks),
@@ -769,11 +778,19 @@ def matmul_wave(n: int, tile: tuple[int, int], resident_blocks: int, rows_first:
     """(rows of A, columns of B) the blocks resident at once read, for an n x n x n matmul kernel whose blocks each
     compute a tile (rows, cols) of C and start in the order of blockIdx.x (along rows of C when rows_first)."""
     n, resident = positive_int("n", n), positive_int("resident_blocks", resident_blocks)
-    rows, cols = (positive_int("tile rows", tile[0]), positive_int("tile cols", tile[1]))
+    rows, cols = _tile(tile)
     down, across = -(-n // rows), -(-n // cols)  # tiles along each side of C
     first = down if rows_first else across
     along, deep = min(resident, first), -(-min(resident, down * across) // first)
-    return (along * rows, deep * cols) if rows_first else (deep * rows, along * cols)
+    a_rows, b_cols = (along * rows, deep * cols) if rows_first else (deep * rows, along * cols)
+    return min(a_rows, n), min(b_cols, n)  # a tile sticking out of C reads no rows or columns beyond it
+
+
+def _tile(tile: object) -> tuple[int, int]:
+    """(rows, cols) of a tile of C; a ValueError otherwise."""
+    if not isinstance(tile, tuple | list) or len(tile) != 2:
+        raise ValueError(f"tile must be (rows, cols) of C, two whole numbers; got {tile!r:.40}")
+    return positive_int("tile rows", tile[0]), positive_int("tile cols", tile[1])
 
 
 #: Bytes of one step along k: a 128-byte line of each row of A and each column of B a wave reads.
@@ -789,11 +806,12 @@ def matmul_dram_bytes(n: int, tile: tuple[int, int], resident_blocks: int, l2_by
     once.
     """
     a_rows, b_cols = matmul_wave(n, tile, resident_blocks, rows_first)
-    blocks = -(-n // tile[0]) * -(-n // tile[1])
+    rows, cols = _tile(tile)
+    blocks = -(-n // rows) * -(-n // cols)
     if l2_bytes and (a_rows + b_cols) * WAVE_STEP <= l2_bytes:
         waves = blocks / min(resident_blocks, blocks)
         return waves * (a_rows + b_cols) * n * itemsize + n * n * itemsize
-    return blocks * (tile[0] + tile[1]) * n * itemsize + n * n * itemsize
+    return blocks * (min(rows, n) + min(cols, n)) * n * itemsize + n * n * itemsize
 
 
 #: The cache model's assumptions, written down before any comparison with a published figure (docs/predictions.md

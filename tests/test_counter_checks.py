@@ -112,7 +112,7 @@ def test_the_coalescing_solution_passes_with_four_sectors_per_request(capsys) ->
 def test_the_starting_add_without_its_todo_is_right_but_strided(capsys) -> None:
     strided = _changed(ADD_START, ADD_TODO, "")
     _failed(capsys, counter_checks.check_coalesced(strided), COALESCED, "right, but not fast yet",
-            "32.00 sectors of 32 bytes", "touch 4")
+            "up to 32 sectors of 32 bytes", "touch 4")
 
 
 def test_a_coalesced_add_that_reads_a_at_the_swapped_index_is_wrong(capsys) -> None:
@@ -186,7 +186,8 @@ def test_a_smaller_tile_passes_at_its_own_size(capsys) -> None:
 
 
 @pytest.mark.parametrize(("tiles", "named"), [
-    ((256, 256, 8, 8, 8), ("holds 1 such block at once (threads run out)", "at least 2 blocks per SM")),
+    ((256, 128, 16, 8, 4), ("holds 1 such block at once (threads run out)", "at least 2 blocks per SM")),
+    ((256, 256, 8, 8, 8), ("1,024 threads x 80 registers = 81,920 registers", "(65,536)")),
     ((128, 128, 64, 8, 8), ("65,536 bytes of shared memory", "may hold 49,152")),
     ((64, 64, 8, 1, 1), ("4,096 threads per block", "at most 1,024 threads")),
     ((64, 64, 8, 8, 3), ("TN = 3 must divide BN = 64",)),
@@ -194,8 +195,8 @@ def test_a_smaller_tile_passes_at_its_own_size(capsys) -> None:
     ((32, 32, 8, 8, 8), ("= 16 threads per block", "must be whole warps")),
     ((96, 128, 8, 8, 8), ("BM = 96, BN = 128 and BK = 8 must each divide", "powers of two")),
     ((32, 32, 64, 4, 4), ("BK = 64 must divide n = 32",)),
-], ids=["one block per SM", "shared memory", "threads", "TN must divide", "registers", "whole warps",
-        "sides divide 256", "BK divides n"])
+], ids=["one block per SM", "registers per SM", "shared memory", "threads", "TN must divide", "registers",
+        "whole warps", "sides divide 256", "BK divides n"])
 def test_tiles_that_do_not_fit_are_refused_naming_the_limit(capsys, tiles, named) -> None:
     _failed(capsys, counter_checks.check_tiles(tiles), TILES, *named)
 
@@ -213,3 +214,21 @@ def test_tile_problem_says_tn_must_divide_bn() -> None:
 
 def test_tiles_whose_tn_does_not_divide_bn_are_refused_saying_so(capsys) -> None:
     _failed(capsys, counter_checks.check_tiles((128, 100, 8, 8, 8)), TILES, "TN = 8 must divide BN = 100")
+
+
+def test_one_strided_access_among_many_good_ones_still_fails(capsys) -> None:
+    """The check judges the worst request, not the average: 40 broadcast loads do not hide a strided one."""
+    padded = _changed(ADD_START, "    int row = blockIdx.x * blockDim.x + threadIdx.x;  // TODO: neighbouring threads, "
+                      "neighbouring columns", "    int row = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                      "    float s = 0.0f;\n    for (int i = 0; i < 40; ++i) { s += A[0]; }")
+    padded = padded.replace("+ B[row * n + col];", "+ B[row * n + col] + s * 0.0f;")
+    _failed(capsys, counter_checks.check_coalesced(padded), COALESCED, "up to 32 sectors")
+
+
+def test_a_transpose_that_reads_its_tile_by_rows_and_stores_strided_fails(capsys) -> None:
+    """Padded and conflict-free, but the tile does nothing: out is written 32 sectors a request."""
+    by_rows = _changed(TRANSPOSE_SOLUTION, "out[y * n + x] = tile[threadIdx.x][threadIdx.y];",
+                       "out[x * n + y] = tile[threadIdx.y][threadIdx.x];")
+    by_rows = by_rows.replace("    x = blockIdx.y * TILE + threadIdx.x;\n", "").replace(
+        "    y = blockIdx.x * TILE + threadIdx.y;\n", "", 1)
+    _failed(capsys, counter_checks.check_padded(by_rows), PADDED, "up to 32 sectors", "read the tile by columns")

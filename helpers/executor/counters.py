@@ -47,6 +47,8 @@ class Counters:
     #: 128-byte lines the global requests touch: the L1 cache looks each one up in a cycle of its own.
     global_load_lines: int = 0
     global_store_lines: int = 0
+    #: The most sectors any one global request touched: an average can hide one strided access among many good ones.
+    worst_sectors: int = 0
     warp_steps: int = 0
     active_lanes: int = 0
     flops: int = 0
@@ -108,14 +110,20 @@ def _rows(keys: Any, active: np.ndarray | None, lanes: int) -> tuple[np.ndarray,
 
 def distinct_per_warp(keys: Any, active: np.ndarray | None, lanes: int) -> tuple[int, int]:
     """(warps with an active lane, the sum over them of the distinct keys their active lanes hold)."""
+    per_warp = distinct_each_warp(keys, active, lanes)
+    return len(per_warp), int(per_warp.sum())
+
+
+def distinct_each_warp(keys: Any, active: np.ndarray | None, lanes: int) -> np.ndarray:
+    """For each warp with an active lane, how many distinct keys its active lanes hold."""
     if np.ndim(keys) == 0:
         warps = lanes // WARP if active is None else int(active.reshape(-1, WARP).any(axis=1).sum())
-        return warps, warps
+        return np.ones(warps, np.int64)
     rows, _ = _rows(keys, active, lanes)
     step = np.diff(rows, axis=1)
     if (step < 0).any():
         step = np.diff(np.sort(rows, axis=1), axis=1)
-    return len(rows), int(len(rows) + np.count_nonzero(step))
+    return 1 + np.count_nonzero(step, axis=1)
 
 
 def wavefronts(words: Any, active: np.ndarray | None, lanes: int) -> tuple[int, int]:

@@ -712,10 +712,13 @@ class Lanes:
         most 16 bytes, lies in one sector), and the bytes moved."""
         keys = (np.asarray(flat, np.int64) * p.alloc.data.itemsize) >> 5 if np.ndim(flat) else 0
         active = e if e is not None else self.real
-        requests, sectors = counting.distinct_per_warp(keys, active, self.lanes)
+        per_warp = counting.distinct_each_warp(keys, active, self.lanes)
+        requests, sectors = len(per_warp), int(per_warp.sum())
         _, lines = counting.distinct_per_warp(keys >> 2, active, self.lanes)
         moved = self.count(e) * p.alloc.data.itemsize * n
         c = self.counters
+        if requests:
+            c.worst_sectors = max(c.worst_sectors, int(per_warp.max()))
         if load:
             c.global_load_requests += requests
             c.global_load_sectors += sectors
