@@ -329,3 +329,19 @@ def test_too_few_warps_stretch_the_arithmetic_term() -> None:
 def test_predict_kernel_wants_a_kernel_work() -> None:
     with pytest.raises(TypeError, match="KernelWork"):
         roofline.predict_kernel(T4, {"flops": 1.0})
+
+
+def test_a_wave_reads_no_rows_or_columns_beyond_the_matrix() -> None:
+    """Tiles sticking out of C read only the rows and columns that exist: a 16 x 16 product in one 32 x 32 tile
+    moves A, B and C once (3 x 16² floats)."""
+    assert roofline.matmul_wave(100, (64, 64), 3) == (100, 100)
+    assert roofline.matmul_dram_bytes(16, (32, 32), 1000, 4 * 2**20) == 3 * 16 * 16 * 4
+    assert roofline.matmul_dram_bytes(16, (32, 32), 1000, None) == 3 * 16 * 16 * 4
+    with pytest.raises(ValueError, match="tile must be"):
+        roofline.matmul_wave(4096, (32,), 4)
+
+
+@pytest.mark.parametrize("bad", [None, 100, 4096 * 8 + 1])
+def test_a_size_a_rung_cannot_run_has_no_prediction(bad) -> None:
+    with pytest.raises(ValueError):
+        make_it_fast.predict("5", "NVIDIA T4", bad)
