@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from . import executor, make_it_fast, nvrtc, roofline, specs
+from . import executor, make_it_fast, nvrtc, roofline, specs, workloads
 from .checks import Verdict
-from .cuda import kernel_source
+from .cuda import blocks_for, kernel_source
 from .kernel_checks import (
     SEED,
     Launcher,
@@ -49,7 +49,7 @@ def _square_runs(name: str, reference: Callable[[np.ndarray], np.ndarray], array
                 ins = [np.ascontiguousarray(x[:n, :n]) for x in big]
                 want = reference(*ins)  # first, from the checker's own inputs
                 named = {f"in{i}": x for i, x in enumerate(ins)} | {"out": np.full((n, n), np.nan, np.float32)}
-                *_, out = launch(kernel, name, (-(-n // 32), -(-n // 32)), BLOCK, named, (np.int32(n),))
+                *_, out = launch(kernel, name, (blocks_for(n, 32), blocks_for(n, 32)), BLOCK, named, (np.int32(n),))
                 return out, want
             return go
         return [(f"n = {n}", run(n)) for n in sizes]
@@ -235,7 +235,7 @@ def check_tiles(tiles: Any) -> Verdict:
     if n % checked[2]:
         return Verdict(False, True, f"❌ {title}: BK = {checked[2]} must divide n = {n}, the side this check runs at "
                                     "(the larger of BM and BN): the kernel steps along k by BK with no bounds check.")
-    a, b = make_it_fast.inputs(n, seed=SEED)
+    a, b = workloads.make_inputs("matmul", n, "float32", "numpy", seed=SEED)
     try:
         c, counted = make_it_fast.run_on_executor(r, a, b, name_expressions=(expression,))
     except executor.KernelFault as exc:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import executor, roofline, specs
+from . import executor, roofline, specs, workloads
 from .cuda import kernel_source
 from .executor import Counters
 from .validate import positive_int
@@ -117,13 +117,6 @@ def _program() -> executor.Program:
     return executor.Program(kernel_source(SOURCE), name_expressions=name_expressions())
 
 
-def inputs(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Two n x n float32 matrices of standard normal numbers."""
-    rng = np.random.default_rng(seed)
-    n = positive_int("n", n)
-    return rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
-
-
 def run_on_executor(r: Rung, a: np.ndarray, b: np.ndarray,
                     name_expressions: Sequence[str] = ()) -> tuple[np.ndarray, Counters]:
     """C = A @ B by rung `r` on the CPU executor, and what the launch counted. name_expressions: template
@@ -155,7 +148,7 @@ MAX_COUNT_N = 256
 @cache
 def _counts(label: str, n: int) -> Counters:
     r = rung(label)
-    a, b = inputs(n)
+    a, b = workloads.make_inputs("matmul", n, "float32", "numpy")
     c, counted = run_on_executor(r, a, b)
     if not np.allclose(c, a @ b, rtol=1e-4, atol=1e-3 * np.sqrt(n)):
         raise AssertionError(f"{r.label}: C differs from A @ B at n = {n}")
@@ -214,7 +207,7 @@ def device_spec(gpu: Any) -> specs.DeviceSpec:
 
 def gflops(n: int, seconds: float) -> float:
     """GFLOP/s of an n x n x n matmul done in `seconds`."""
-    return 2 * n**3 / seconds / 1e9
+    return workloads.matmul_flops(n) / seconds / 1e9
 
 
 @dataclass(frozen=True)
@@ -223,24 +216,18 @@ class Row:
 
     rung: Rung
     counted: Counters
-    occupancy: roofline.Occupancy
     predicted: roofline.KernelTime
+
+    @property
+    def occupancy(self) -> roofline.Occupancy:
+        """The blocks and warps one SM holds of this rung (threads and shared memory; registers not counted)."""
+        return self.predicted.occupancy
 
 
 def table(device: specs.DeviceSpec | str, n: int = BIG_N) -> list[Row]:
     """Every rung's counters and prediction on `device`."""
     spec = roofline.published_spec(device)
-    rows = []
-    for r in RUNGS:
-        c = counts(r.label)
-        rows.append(Row(r, c, roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block),
-                        predict(r.label, spec, n)))
-    return rows
-
-
-def load_sectors_per_request(c: Counters) -> float:
-    """Global sectors per LOAD request: 4 when a warp reads 32 neighbouring floats, up to 32 when each lane strays."""
-    return c.global_load_sectors / c.global_load_requests if c.global_load_requests else 0.0
+    return [Row(r, counts(r.label), predict(r.label, spec, n)) for r in RUNGS]
 
 
 def show_table(rows: Sequence[Row], n: int = BIG_N) -> None:
@@ -251,7 +238,7 @@ def show_table(rows: Sequence[Row], n: int = BIG_N) -> None:
     for row in rows:
         c, p = row.counted, row.predicted
         ways = f"{c.ways_per_request:.2f}" if c.shared_phases else "-"
-        print(f"{row.rung.label:<22}{load_sectors_per_request(c):>13.2f}{ways:>10}{c.flops_per_byte:>10.2f}"
+        print(f"{row.rung.label:<22}{c.load_sectors_per_request:>13.2f}{ways:>10}{c.flops_per_byte:>10.2f}"
               f"{row.rung.sums_per_thread:>8}{c.threads_per_block:>8}{c.shared_bytes_per_block:>9,}"
               f"{row.occupancy.warps_per_sm:>9}{p.bound:>15}{gflops(n, p.seconds):>9,.0f}")
 
@@ -268,7 +255,8 @@ def measure(gpu: Any, r: Rung, n: int, kernel: Any) -> Any:
         return None
     import cupy
 
-    a, b = (cupy.asarray(x) for x in inputs(n))
+    a, b = workloads.make_inputs("matmul", n, "float32", "cupy")
     c = cupy.empty((n, n), dtype=cupy.float32)
     grid, block = r.launch(n)
-    return gpu.measure(lambda: kernel(grid, block, (a, b, c, np.int32(n))), flops=2 * n**3, label=r.label)
+    return gpu.measure(lambda: kernel(grid, block, (a, b, c, np.int32(n))), flops=workloads.matmul_flops(n),
+                       label=r.label)

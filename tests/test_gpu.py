@@ -135,7 +135,7 @@ def test_every_rung_of_the_ladder_is_right_and_beside_its_prediction_on_the_gpu(
     cupy, gpu = cuda.cupy(), cuda.gpu()
     spec, n = make_it_fast.device_spec(gpu), make_it_fast.BIG_N
     kernels = make_it_fast.gpu_kernels(cupy)
-    a, b = make_it_fast.inputs(n)
+    a, b = workloads.make_inputs("matmul", n, "float32", "numpy")
     want = a[:64] @ b
     ratios = {}
     for r in make_it_fast.RUNGS:

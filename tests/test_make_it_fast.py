@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from helpers import executor, make_it_fast, roofline, specs
+from helpers import executor, make_it_fast, roofline, specs, workloads
 from helpers.cuda import kernel_source
 
 #: sgemm.cu as it ships: every planted fault below is a str.replace on it.
@@ -58,7 +58,7 @@ def ship(monkeypatch):
 
 @pytest.mark.parametrize("label", [r.label for r in make_it_fast.RUNGS])
 def test_every_rung_multiplies_right_at_128(label) -> None:
-    a, b = make_it_fast.inputs(128, seed=3)
+    a, b = workloads.make_inputs("matmul", 128, "float32", "numpy", seed=3)
     c, counted = make_it_fast.run_on_executor(make_it_fast.rung(label), a, b)
     assert _right(c, a, b)
     assert counted.flops == 2 * 128**3
@@ -68,7 +68,7 @@ def test_every_rung_multiplies_right_at_128(label) -> None:
 def test_the_bounds_checked_rungs_multiply_right_at_a_size_not_a_multiple_of_32(label) -> None:
     r = make_it_fast.rung(label)
     assert r.any_n
-    a, b = make_it_fast.inputs(100, seed=4)
+    a, b = workloads.make_inputs("matmul", 100, "float32", "numpy", seed=4)
     c, _ = make_it_fast.run_on_executor(r, a, b)
     assert _right(c, a, b)
 
@@ -79,7 +79,7 @@ def test_the_tiled_rungs_refuse_a_size_not_a_multiple_of_their_tile(label, tile)
     r = make_it_fast.rung(label)
     with pytest.raises(ValueError, match=f"n = 100 is not a multiple of its {tile} tile"):
         r.launch(100)
-    a, b = make_it_fast.inputs(100)
+    a, b = workloads.make_inputs("matmul", 100, "float32", "numpy")
     with pytest.raises(ValueError, match=tile):
         make_it_fast.run_on_executor(r, a, b)
     grid, block = r.launch(256)
@@ -122,7 +122,7 @@ FAULTS = {
 @pytest.mark.parametrize(("label", "old", "new", "n", "fault"), FAULTS.values(), ids=FAULTS.keys())
 def test_a_fault_planted_in_the_shipped_source_is_caught(ship, label, old, new, n, fault) -> None:
     r = make_it_fast.rung(label)
-    a, b = make_it_fast.inputs(n)
+    a, b = workloads.make_inputs("matmul", n, "float32", "numpy")
     ship(_planted(label, old, new))
     if fault:
         with pytest.raises(executor.KernelFault, match=fault):
@@ -140,14 +140,14 @@ def test_the_shipped_source_passes_through_the_same_harness(ship) -> None:
     """The control for the planted faults: sgemm.cu as it ships, read through ship(), is right and counted."""
     ship(SHIPPED)
     assert make_it_fast.counts("7").bank_conflicts == 0
-    a, b = make_it_fast.inputs(100)
+    a, b = workloads.make_inputs("matmul", 100, "float32", "numpy")
     c, _ = make_it_fast.run_on_executor(make_it_fast.rung("2"), a, b)
     assert _right(c, a, b)
 
 
 def test_a_template_instance_the_source_lacks_is_refused_naming_its_templates() -> None:
     r = dataclasses.replace(make_it_fast.rung("5"), kernel=make_it_fast.template("sgemm_nope"))
-    a, b = make_it_fast.inputs(128)
+    a, b = workloads.make_inputs("matmul", 128, "float32", "numpy")
     with pytest.raises(executor.CudaCError, match="its templates: sgemm_2d, sgemm_vectorized, sgemm_conflict_free"):
         make_it_fast.run_on_executor(r, a, b, name_expressions=(r.kernel,))
 
@@ -157,7 +157,7 @@ def test_a_template_instance_of_other_tiles_runs_right() -> None:
     kernel = make_it_fast.template("sgemm_conflict_free", (64, 64, 8, 4, 4))
     assert kernel == "sgemm_conflict_free<64, 64, 8, 4, 4>"
     r = make_it_fast.Rung("mine", kernel, "", (64, 64), (256,), 16)
-    a, b = make_it_fast.inputs(64)
+    a, b = workloads.make_inputs("matmul", 64, "float32", "numpy")
     c, counted = make_it_fast.run_on_executor(r, a, b, name_expressions=(kernel,))
     assert _right(c, a, b) and counted.threads_per_block == 256 and counted.bank_conflicts == 0
     with pytest.raises(ValueError, match="tile must be a positive integer"):
@@ -169,23 +169,23 @@ def test_a_template_instance_of_other_tiles_runs_right() -> None:
 
 def test_the_naive_rungs_a_loads_touch_32_sectors_and_its_b_loads_one() -> None:
     naive = make_it_fast.counts("1")
-    assert make_it_fast.load_sectors_per_request(naive) == 16.5
+    assert naive.load_sectors_per_request == 16.5
     half = naive.global_load_requests // 2  # one load of A and one of B per step of k
     assert naive.global_load_sectors == 32 * half + 1 * half
     assert naive.global_load_lines == 32 * half + 1 * half
     # A alone, from the shipped kernel's own line: 32 rows of A per warp, a sector (and a line) each
     only_a = _planted("1", "sum += A[row * n + k] * B[k * n + col];", "sum += A[row * n + k];")
-    a, b = make_it_fast.inputs(128)
+    a, b = workloads.make_inputs("matmul", 128, "float32", "numpy")
     grid, block = make_it_fast.rung("1").launch(128)
     counted = executor.Program(only_a).launch("sgemm_naive", grid, block,
                                               (a, b, np.zeros((128, 128), np.float32), np.int32(128))).counters
-    assert make_it_fast.load_sectors_per_request(counted) == 32.0
+    assert counted.load_sectors_per_request == 32.0
     assert counted.global_load_lines == counted.global_load_sectors
 
 
 def test_the_coalesced_rung_reads_a_broadcast_and_four_sectors() -> None:
     coalesced = make_it_fast.counts("2")
-    assert make_it_fast.load_sectors_per_request(coalesced) == 2.5  # (1 + 4) / 2
+    assert coalesced.load_sectors_per_request == 2.5  # (1 + 4) / 2
     assert coalesced.global_load_requests == make_it_fast.counts("1").global_load_requests
     assert coalesced.shared_phases == 0 and coalesced.ways_per_request == 0.0
 
@@ -220,7 +220,7 @@ def test_the_vectorised_rungs_load_16_bytes_per_lane() -> None:
     c5, c6 = make_it_fast.counts("5"), make_it_fast.counts("6")
     assert c6.global_load_bytes == c5.global_load_bytes
     assert c6.global_load_requests * 4 == c5.global_load_requests
-    assert make_it_fast.load_sectors_per_request(c6) == 16.0  # 32 float4s: 512 bytes, 16 sectors
+    assert c6.load_sectors_per_request == 16.0  # 32 float4s: 512 bytes, 16 sectors
 
 
 # ---------------------------------------------------------------- 4. the model: occupancy, clocks, bounds

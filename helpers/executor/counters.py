@@ -63,6 +63,12 @@ class Counters:
         return (self.global_load_sectors + self.global_store_sectors) / requests if requests else 0.0
 
     @property
+    def load_sectors_per_request(self) -> float:
+        """Global sectors per LOAD request: 4 when a warp reads 32 neighbouring floats, up to 32 when each lane
+        strays (a broadcast, one number for all 32 lanes, is 1)."""
+        return self.global_load_sectors / self.global_load_requests if self.global_load_requests else 0.0
+
+    @property
     def bank_conflicts(self) -> int:
         """Extra shared-memory passes: a request served in k passes where it needed 1 has k - 1 conflicts."""
         return self.shared_wavefronts - self.shared_phases
