@@ -202,6 +202,12 @@ class Row:
                 "iqr_s": t.iqr, "min_s": t.min, "ratio": self.ratio, "timing": _finite(t.as_dict())}
 
 
+def capped_note(timing: Timing) -> str:
+    """'' for a full timing; else how many samples max_time left, so a reader knows the median is of few."""
+    count = len(timing.samples)
+    return f"  capped: {count} sample{'s' * (count > 1)} in max_time" if timing.capped else ""
+
+
 def _finite(values: dict[str, Any]) -> dict[str, Any]:
     """`values` with NaN and infinities as None, so the JSON file is strict JSON."""
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
@@ -717,7 +723,8 @@ class Report:
                  f"ch  {'measurement':<{width}}{'predicted':>11}{'measured':>11}{'± IQR':>8}{'measured/predicted':>20}"]
         for r in self.rows:
             lines.append(f"{r.chapter:<4}{r.label + ' (' + r.work + ')':<{width}}{format_seconds(r.predicted):>11}"
-                         f"{format_seconds(r.timing.median):>11}{r.timing.spread:>8.0%}{r.ratio:>19.2f}x")
+                         f"{format_seconds(r.timing.median):>11}{r.timing.spread:>8.0%}{r.ratio:>19.2f}x"
+                         + capped_note(r.timing))
         lines += [f"not measured: ch{s['chapter']} {s['label']}: {s['why']}" for s in self.skipped]
         if self.rows:
             ratios = [r.ratio for r in self.rows]
@@ -758,7 +765,8 @@ def measure_all(todo: list[Case], say: Callable[..., None]) -> tuple[list[Row], 
                 say(f"not measured: {_one_line(exc)}")
             else:
                 rows.append(row)
-                say(f"{format_seconds(row.timing.median)} (predicted {format_seconds(row.predicted)})")
+                say(f"{format_seconds(row.timing.median)} (predicted {format_seconds(row.predicted)})"
+                    + capped_note(row.timing))
             finally:
                 _free_gpu_memory()
     return rows, skipped

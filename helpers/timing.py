@@ -275,7 +275,7 @@ class Timing:
             "samples": len(self.samples), "number": self.number, "gflops": self.gflops, "gbps": self.gbps,
             "fraction_of_peak": self.fraction_of_peak,
             "peak_source": self.peak.source if self.peak else None,
-            "noisy": self.noisy, "busy": self.busy,
+            "noisy": self.noisy, "busy": self.busy, "capped": self.capped,
         }
 
     def _cells(self) -> list[tuple[str, str]]:
@@ -297,6 +297,9 @@ class Timing:
         if self.busy:
             return (f"busy: under {BUSY_SHARE:.0%} of what one core did in this kernel's calibration; rerun when "
                     "the machine is quiet")
+        if self.capped:
+            return (f"capped: max_time ran out after {len(self.samples)} sample{'s' * (len(self.samples) > 1)}; "
+                    "the median is of those (raise max_time or time a smaller size for more)")
         if self.modes is None:
             return ""
         fast, slow, share = self.modes
