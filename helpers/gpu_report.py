@@ -32,7 +32,7 @@ import numpy as np
 
 from . import cuda, mandelbrot, mlp, roofline, specs, workloads
 from .backend import backends, to_backend
-from .hardware import hardware, jax_dot_roof, where_we_run
+from .hardware import hardware, jax_matmul_roof, where_we_run
 from .timing import Timing, benchmark, format_seconds, set_timing_budget, spread_shown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -363,16 +363,6 @@ def _mandelbrot(gpu: cuda.GPU, sizes: Sizes) -> Case:
 
 # --------------------------------------------------------------------------------------------------------------
 # Chapter 04: JAX on the TPU (or the GPU)
-
-
-def jax_matmul_roof(spec: specs.DeviceSpec, dtype: str) -> str:
-    """The roof a jitted matmul of `dtype` runs on: float32 on a GPU with TF32 goes by JAX's default precision."""
-    if dtype != "float32" or roofline.roofs(spec).kind != "gpu":
-        return dtype
-    import jax
-
-    roof = jax_dot_roof(jax.config.jax_default_matmul_precision)
-    return roof if spec.peak_for(roof) else "float32"
 
 
 def _jax_matmul(n: int, dtype: str) -> Timing:

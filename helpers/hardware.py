@@ -233,6 +233,16 @@ def jax_dot_roof(precision: Any) -> str:
                      f"a jax.lax.DotAlgorithmPreset or its name [{JAX_PRECISION_DOCS}]")
 
 
+def jax_matmul_roof(spec: specs.DeviceSpec, dtype: str) -> str:
+    """The roof a jitted matmul of `dtype` runs on: float32 on a GPU with TF32 goes by JAX's default precision."""
+    if dtype != "float32" or spec.kind != "gpu":
+        return dtype
+    import jax
+
+    roof = jax_dot_roof(jax.config.jax_default_matmul_precision)
+    return roof if spec.peak_for(roof) else "float32"
+
+
 def _jax_settings_roof() -> tuple[str, str]:
     """Where JAX runs float32 matmuls that set no precision of their own, on a TF32 GPU, and why (for the source)."""
     jax = sys.modules.get("jax")

@@ -308,13 +308,13 @@ def test_the_float32_roof_of_a_jax_matmul_follows_jaxs_precision_on_a_tf32_gpu()
     import jax
 
     h100, t4 = specs.get("NVIDIA H100 SXM"), specs.get("NVIDIA T4")
-    assert gpu_report.jax_matmul_roof(h100, "bfloat16") == "bfloat16"
+    assert hardware_module.jax_matmul_roof(h100, "bfloat16") == "bfloat16"
     with jax.default_matmul_precision("highest"):
-        assert gpu_report.jax_matmul_roof(h100, "float32") == "float32"
+        assert hardware_module.jax_matmul_roof(h100, "float32") == "float32"
     with jax.default_matmul_precision("default"):
-        assert gpu_report.jax_matmul_roof(h100, "float32") == "tf32"
-        assert gpu_report.jax_matmul_roof(t4, "float32") == "float32"  # no TF32 on a T4
-        assert gpu_report.jax_matmul_roof(specs.get("TPU v5e"), "float32") == "float32"
+        assert hardware_module.jax_matmul_roof(h100, "float32") == "tf32"
+        assert hardware_module.jax_matmul_roof(t4, "float32") == "float32"  # no TF32 on a T4
+        assert hardware_module.jax_matmul_roof(specs.get("TPU v5e"), "float32") == "float32"
 
 
 def _assignment(source: str, target: str) -> str:
