@@ -224,6 +224,12 @@ def test_one_bad_argument_gets_a_result_or_a_clear_error_from_the_helpers(public
     (lambda: workloads.make_inputs("matmul", 10**7), "needs 1,200,000.00 GB of memory"),
     (lambda: threads.thread_sweep(np.negative, threads="12"), "threads must be a list of thread counts"),
     (lambda: cuda.gpu().predict_cupy_axpby(10**12), "does not fit on the NVIDIA T4"),
+    (lambda: training.keras_widths(mlp.load_digits_split(), 0.1, widths=()), "widths must be a non-empty list"),
+    (lambda: training.keras_widths(mlp.load_digits_split(), 0.1, widths="64"), "widths must be a non-empty list"),
+    (lambda: training.keras_widths(mlp.load_digits_split(), 0.1, widths=(64, 0)), "width must be"),
+    (lambda: training.keras_widths(mlp.load_digits_split(), 0.1, batch=-2), "batch must be"),
+    (lambda: training.keras_widths(mlp.load_digits_split(), -1.0), "learning rate"),
+    (lambda: training.keras_widths({"x": 1}, 0.1), "data must be the digits"),
 ])
 def test_what_learners_typed_gets_one_clear_line(call: Callable[[], Any], message: str) -> None:
     with pytest.raises((ValueError, TypeError, KeyError, FileNotFoundError)) as caught:

@@ -451,3 +451,45 @@ def test_keras_refuses_a_cpu_epoch_whose_data_was_not_on_the_cpu(data: mlp.Digit
 def test_time_epoch_says_where_its_data_lived(data: mlp.Digits, small_order: np.ndarray) -> None:
     t = training.time_epoch(training.trainer("jax", 0.1), data, mlp.init_params(), small_order[0], budget=0.01)
     assert t.extra["where"] == "this CPU"
+
+
+def _width_timer(placed: _Placed, seconds: Callable[[str, int], float], calls: list[tuple[str, int]]
+                 ) -> Callable[..., Timing]:
+    """A timer in time_epoch's place whose epoch takes seconds(platform, hidden width) where the device in force is."""
+
+    def timer(tr: training.Trainer, data: mlp.Digits, params: mlp.Params, idx: np.ndarray, label: str) -> Timing:
+        assert tr.kind == "keras" and idx.shape[1] == training.KERAS_WIDTHS_BATCH
+        device, width = placed.current, params["W1"].shape[1]
+        calls.append((device.platform, width))
+        t = _fake_timing(seconds(device.platform, width), label)
+        t.extra["where"] = "this CPU" if device.platform == "cpu" else "GPU 0 (Tesla T4)"
+        return t
+
+    return timer
+
+
+def test_keras_by_width_finds_where_the_accelerator_starts_to_win_from_two_measurements(data: mlp.Digits) -> None:
+    # the H200 run: Keras at hidden 64 took 3.6x as long on the GPU as on the CPU; wider layers cost the CPU more
+    placed, calls = _Placed(), []
+    found = training.keras_widths(data, 0.2, devices=[_device("gpu"), _device("cpu")], place=placed,
+                                  timer=_width_timer(placed, lambda p, w: 0.1 if p == "gpu" else w / 20_000, calls))
+    assert calls == [(p, w) for w in training.KERAS_WIDTHS for p in ("cpu", "gpu")]
+    assert found.accelerator is not None and found.predictions is None
+    assert found.crossover == 4096  # 64 / 20,000 s and 1,024 / 20,000 s lose to 0.1 s; 4,096 / 20,000 s wins
+    text = str(found)
+    assert "PREDICTED" not in text and "(prediction)" not in text
+    assert text.endswith("the Tesla T4 wins from between hidden 1,024 and 4,096")
+    never = training.keras_widths(data, 0.2, devices=[_device("gpu"), _device("cpu")], place=placed,
+                                  timer=_width_timer(placed, lambda p, w: 1.0 if p == "gpu" else 0.5, []))
+    assert never.crossover is None and str(never).endswith("at no width measured (up to 16,384)")
+
+
+def test_keras_by_width_without_an_accelerator_predicts_the_reference_gpu_and_says_so(data: mlp.Digits) -> None:
+    placed, calls = _Placed(), []
+    found = training.keras_widths(data, 0.2, host_seconds=1e-3, widths=(64, 256), devices=[_device("cpu")],
+                                  place=placed, timer=_width_timer(placed, lambda p, w: 0.05, calls))
+    assert calls == [("cpu", 64), ("cpu", 256)] and found.accelerator is None
+    expected = [training.predict_epoch("NVIDIA T4", training.KERAS_WIDTHS_BATCH, w, found.predictions[0].steps,
+                                       kind="keras", host_seconds=1e-3).seconds for w in (64, 256)]
+    assert found.other.tolist() == expected
+    assert "against the NVIDIA T4 (PREDICTED)" in str(found) and "the NVIDIA T4 is predicted to win" in str(found)
