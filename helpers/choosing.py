@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import executor, roofline
+from . import executor, roofline, specs
 from .cuda import blocks_for
 from .executor import CudaCError
 from .style import PREDICTION_COLOUR, REFERENCE_COLOUR, figure
@@ -46,6 +46,16 @@ class Work:
     kernels: int
 
 
+def devices_here(devices: tuple[str, ...] = roofline.DECIDE_DEVICES) -> tuple[str, ...]:
+    """The devices chapter 06 predicts for: `devices` (a T4, an H100 and a v5e), and the GPU or TPU JAX runs on here
+    when its published specs are on file, so that its prediction stands beside its own measurement."""
+    import jax
+
+    found = jax.devices()[0]
+    spec = specs.lookup(str(found.device_kind)) if found.platform in ("gpu", "tpu") else None
+    return devices if spec is None or spec.name in devices else (*devices, spec.name)
+
+
 def recurrence_work(n: int, method: str) -> Work:
     """The work of an n-step float32 linear recurrence (2 FLOPs a step) run by `method` (RECURRENCE_METHODS).
 
@@ -59,20 +69,22 @@ def recurrence_work(n: int, method: str) -> Work:
     if method == "loop":
         return Work(2.0 * n, 8.0 * n, n, 1)
     if method == "scan":
-        return Work(2.0 * n, 8.0 * n, 1, n)  # one call; on a GPU each step of XLA's loop is a kernel of its own
+        return Work(2.0 * n, 8.0 * n, 1, n)  # one call; on a GPU each step of XLA's loop relaunches its body
     levels = 2 * max(1, math.ceil(math.log2(n)))
     return Work(3.0 * 2 * n, 24.0 * 2 * n, 1, levels)
 
 
 def predict_recurrence(device: str, n: int, method: str) -> float:
     """Seconds for the recurrence on a device (a spec name), from helpers.roofline: each call a synced JAX call,
-    each kernel at least the device's kernel floor (no published per-step cost of a loop inside a TPU program was
-    found, so on a TPU the model counts none: a lower bound, see is_lower_bound)."""
+    each kernel at least the device's kernel floor, each step of a scan an iteration of a compiled loop (LOOP_STEP;
+    no published per-step cost of a loop inside a TPU program was found, so on a TPU the model counts none: a lower
+    bound, see is_lower_bound)."""
     work = recurrence_work(n, method)
     kind = roofline.roofs(device).kind
     call = roofline.JAX_CALL.get(kind, "none")
     return roofline.predict_seconds(device, flops=work.flops, bytes=work.bytes, calls=work.calls, call=call,
-                                    kernels=work.kernels if work.calls == 1 else 1)
+                                    kernels=work.kernels if work.calls == 1 else 1,
+                                    loop_steps=n if method == "scan" else 0)
 
 
 def is_lower_bound(device: str, method: str) -> bool:

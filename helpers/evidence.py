@@ -76,6 +76,9 @@ def predicted_seconds(model: dict[str, Any]) -> float:
     """What helpers.roofline predicts for the work a row describes, timed as the row was timed."""
     if model["op"] == "call":  # the fixed cost of `calls` calls of one kind, whatever the device
         return model.get("calls", 1) * roofline.OVERHEADS[model["call"]].value
+    if model["op"] == "kernels":  # the device's fixed costs of kernels that do next to nothing
+        return roofline.fixed_device_seconds(roofline.roofs(model["spec"]).kind, model["kernels"],
+                                             model.get("program", False), model.get("loop_steps", 0))
     spec, timed = model["spec"], model["timed"]
     if model["op"] == "matmul":
         return roofline.predict_matmul_seconds(spec, model["m"], model["k"], model["n"], model["dtype"], timed=timed)
@@ -93,7 +96,7 @@ def predicted_seconds(model: dict[str, Any]) -> float:
     if model["op"] == "copy":
         return roofline.predict_copy_seconds(spec, model["bytes"], timed=timed, memory=model["memory"])
     raise ValueError(f"model op {model['op']!r} is not one of matmul, pallas_matmul, sgemm_rung, elementwise, copy, "
-                     "call")
+                     "call, kernels")
 
 
 def checks(rows: list[dict[str, Any]] | None = None) -> list[Check]:
@@ -153,6 +156,10 @@ def _sizes(model: dict[str, Any]) -> str:
                 f"{model['bm']} x {model['bk']} x {model['bn']}")
     if model["op"] == "sgemm_rung":
         return f"({model['m']}, {model['k']}) @ ({model['k']}, {model['n']}) float32, chapter 07's rung {model['rung']}"
+    if model["op"] == "kernels":
+        loop = f", {model['loop_steps']:,} of them loop iterations" if model.get("loop_steps") else ""
+        where = " in one compiled program (a CUDA graph)" if model.get("program") else ""
+        return f"{model['kernels']:,} kernel{'s' * (model['kernels'] > 1)} doing next to nothing{where}{loop}"
     return f"{model['bytes'] / 1e6:,.4g} MB moved"
 
 
@@ -206,6 +213,7 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
             "", *measured_section(load_reports() if reports is None else reports),
             "", "## The model's constants", "", "| constant | value | what | source |", "|---|---|---|---|"]
     for name, table in (("OVERHEADS", roofline.OVERHEADS), ("KERNEL_FLOOR", roofline.KERNEL_FLOOR),
+                        ("PROGRAM_KERNEL", roofline.PROGRAM_KERNEL), ("LOOP_STEP", roofline.LOOP_STEP),
                         ("MATMUL_EFFICIENCY", roofline.MATMUL_EFFICIENCY),
                         ("MEMORY_EFFICIENCY", roofline.MEMORY_EFFICIENCY)):
         for key, cost in table.items():
@@ -213,6 +221,7 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
             out.append(f"| {name}[{key!r}] | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
     pageable, least = roofline.PAGEABLE_FRACTION, roofline.TPU_PIPELINED_LEAST
     for name, cost, value in (("PAGEABLE_FRACTION", pageable, f"{pageable.value:.3g}"),
+                              ("MATMUL_TILE", roofline.MATMUL_TILE, f"{roofline.MATMUL_TILE.value:g}"),
                               ("TPU_PIPELINED_LEAST", least, _seconds(least.value)),
                               *((name, getattr(roofline, name), f"{getattr(roofline, name).value:g}")
                                 for name in KERNEL_CONSTANTS)):

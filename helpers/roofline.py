@@ -11,10 +11,8 @@ This module is infrastructure: plots and chapter modules import it, it imports n
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -22,6 +20,7 @@ import numpy as np
 from . import specs
 from .cpu import BLAS_BEST_EFFICIENCY, CPUInfo
 from .hardware import Hardware, Peak
+from .host_calls import numpy_call
 from .validate import available_memory, finite, flag, fraction, positive_int
 
 #: What a roofline or a prediction can be made for: this machine's CPU, a published spec (or its name), or a Peak.
@@ -185,13 +184,37 @@ OVERHEADS: dict[str, Cost] = {
                     "https://github.com/jax-ml/jax/issues/5485), to this"),
 }
 
-#: The device's fixed cost of one kernel, however small: a GPU must fill its SMs and drain them.
+_GPU_BENCHES = "https://github.com/te42kyfo/gpu-benches/tree/1c36d509ee717dca9215c27135fa1e611bb03ed1/gpu-small-kernels"
+
+#: The device's fixed cost of one kernel launched on its own, however small: the least time it takes after the
+#: kernel before it on the same stream (a GPU must fill its SMs and drain them).
 KERNEL_FLOOR: dict[str, Cost] = {
-    "gpu": Cost(5.2e-6, "the least time one GPU kernel takes",
-                "XLA's published matmul table for sm_90 (H100) times a 256³ bf16 matmul at 6.45 TFLOP/s, 5.2 µs, of "
-                "which 0.05 µs is arithmetic at the peak (https://github.com/tensorflow/tensorflow/blob/"
-                "372d578bb861cc5804e56d37d93aec931a59762c/third_party/xla/xla/service/gpu/model/"
-                "matmul_interpolator_data.h)"),
+    "gpu": Cost(2.433e-6, "the least time a GPU kernel takes when it follows another on one stream",
+                "te42kyfo/gpu-benches queues 10,000 calls of a small streaming kernel and fits T = V / (a + V / b): "
+                f"'H200 ... fit: a= 2433 ns' (and 'A100_80 ... fit: a= 2555 ns') ({_GPU_BENCHES})"),
+}
+
+#: The device's cost of one kernel inside a compiled program: XLA replays a jitted program's kernels from a CUDA
+#: graph (its "command buffers"), which starts each kernel sooner than a launch from the host does.
+PROGRAM_KERNEL: dict[str, Cost] = {
+    "gpu": Cost(1.26e-6, "the least time a kernel of a compiled program (a CUDA graph) takes after the one before",
+                "te42kyfo/gpu-benches' H200 runs with its -graph option: 65,536 bytes a kernel at best 52 GB/s "
+                f"(gpu-small-kernels/h200_graph.txt: '4096  64kB     48     49     51     51     52     50'), 1.26 µs "
+                f"({_GPU_BENCHES}); XLA puts a program's fusions and cuBLAS calls in command buffers by default "
+                "(xla/debug_options_flags.cc: FUSION, CUBLAS, CUBLASLT, CUSTOM_CALL, CUDNN, https://github.com/openxla/"
+                "xla/blob/00ccad5d1736ed6fc9234ae7460407891be5fbe2/xla/debug_options_flags.cc)"),
+}
+
+#: One iteration of a loop compiled into a program (jax.lax.scan) on a GPU, with a body of one kernel: XLA's
+#: runtime launches the body again from the host every iteration. Each further kernel of the body adds
+#: PROGRAM_KERNEL. No figure for a TPU was found: there the model counts no cost per iteration (a lower bound).
+LOOP_STEP: dict[str, Cost] = {
+    "gpu": Cost(8.05e-6, "one iteration of a compiled loop (jax.lax.scan) on a GPU, with a body of one kernel",
+                "derived from QuantEcon's published lax.scan of a scalar recurrence on a T4 (AWS g4dn.2xlarge, JAX "
+                "0.8.1, jax[cuda13]), 100,000 iterations: 'Default device avg: 0.804787s', about '~8µs per "
+                "iteration' (https://github.com/QuantEcon/lecture-python-programming/pull/437); XLA's while thunk "
+                "runs the body's thunks from the host once per iteration (https://github.com/openxla/xla/blob/"
+                "7eb882f5f905e7804479125541d701125eb39c2e/xla/backends/gpu/runtime/while_thunk.cc)"),
 }
 
 #: The fraction of the compute roof a large matmul reaches, by kind of device.
@@ -257,16 +280,38 @@ def roofline_seconds(device: Device, *, flops: float, bytes: float, dtype: str =
 
 
 def device_seconds(device: Device, *, flops: float, bytes: float, dtype: str | None = "float32",  # noqa: A002
-                   kernels: int = 1, matmul: bool = False) -> float:
+                   kernels: int = 1, matmul: bool = False, program: bool = False, loop_steps: int = 0) -> float:
     """Seconds the device itself is busy: the roofs at the efficiency real code reaches, plus each kernel's floor.
 
     matmul: whether the arithmetic is a matrix product (its efficiency is MATMUL_EFFICIENCY); otherwise the
-    arithmetic is elementwise and the memory side is what decides.
+    arithmetic is elementwise and the memory side is what decides. program: the kernels belong to one compiled
+    program (a jitted call: PROGRAM_KERNEL each), rather than launched one by one (KERNEL_FLOOR each). loop_steps:
+    iterations of a compiled loop among them (LOOP_STEP each, its first kernel included).
     """
     r = roofs(device)
     flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
     kernels, matmul = positive_int("kernels", kernels), flag("matmul", matmul)
-    return max(_compute_and_memory(r, flops, nbytes, dtype, matmul)) + kernels * _constant(KERNEL_FLOOR, r.kind, 0.0)
+    return max(_compute_and_memory(r, flops, nbytes, dtype, matmul)) + fixed_device_seconds(
+        r.kind, kernels, flag("program", program), loop_steps)
+
+
+def fixed_device_seconds(kind: str, kernels: int, program: bool = False, loop_steps: int = 0) -> float:
+    """The device's fixed costs of `kernels` kernels on a device of `kind`, however small their work: each a
+    KERNEL_FLOOR, or a PROGRAM_KERNEL inside one compiled program; `loop_steps` of them start an iteration of a
+    compiled loop instead (LOOP_STEP, its first kernel included)."""
+    loop_steps = _count("loop_steps", loop_steps)
+    if loop_steps > kernels:
+        raise ValueError(f"loop_steps ({loop_steps:,}) cannot exceed kernels ({kernels:,}): each iteration runs at "
+                         "least one kernel")
+    each = _constant(PROGRAM_KERNEL if program or loop_steps else KERNEL_FLOOR, kind, 0.0)
+    return loop_steps * _constant(LOOP_STEP, kind, 0.0) + (kernels - loop_steps) * each
+
+
+def _count(name: str, value: object) -> int:
+    """A whole number, zero or more."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{name} must be a whole number, zero or more; got {value!r:.40}")
+    return int(value)
 
 
 def _compute_and_memory(r: Roofs, flops: float, nbytes: float, dtype: str | None, matmul: bool) -> tuple[float, float]:
@@ -278,11 +323,13 @@ def _compute_and_memory(r: Roofs, flops: float, nbytes: float, dtype: str | None
     return compute, nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
 
 
-def _calls(device: Device, call: str | None, timed: str) -> tuple[Roofs, float]:
+def _calls(device: Device, call: str | None, timed: str, call_seconds: float | None = None) -> tuple[Roofs, float]:
+    """The device's roofs and the host's cost of one call of kind `call` (measured here, when `call_seconds`)."""
     r = roofs(device)
     timed = _choice("timed", timed, TIMINGS)
     chosen = DEFAULT_CALL.get(r.kind, "none") if call is None else _choice("call", call, OVERHEADS)
-    return r, 0.0 if timed == "kernel" else OVERHEADS[chosen].value
+    cost = OVERHEADS[chosen].value if call_seconds is None else _amount("call_seconds", call_seconds)
+    return r, 0.0 if timed == "kernel" else cost
 
 
 #: A TPU's cost per call when calls are pipelined. No published figure was found (OVERHEADS["jax_tpu"] is fitted
@@ -308,18 +355,24 @@ def _combine(r: Roofs, overhead: float, device: float, timed: str, bound: str = 
 
 def predict_seconds(device: Device, *, flops: float, bytes: float, dtype: str | None = "float32",  # noqa: A002
                     calls: int = 1, call: str | None = None, kernels: int = 1, timed: str = "synced",
-                    matmul: bool = False, bound: str = "upper") -> float:
+                    matmul: bool = False, bound: str = "upper", loop_steps: int = 0,
+                    call_seconds: float | None = None) -> float:
     """Seconds for work split over `calls` separate calls: device time plus each call's host overhead.
 
     flops, bytes: the work of all the calls together. call: the kind of call (a key of OVERHEADS; None: the
-    device's usual one, DEFAULT_CALL). kernels: device kernels per call (XLA fuses a jitted step into a few).
-    timed: "synced", "pipelined" or "kernel" (TIMINGS). dtype None: the highest roof (for work without FLOPs).
-    bound: which end of a range (BOUNDS; a TPU's pipelined calls have one, TPU_PIPELINED_LEAST).
+    device's usual one, DEFAULT_CALL); a jitted JAX call runs its kernels as one program (PROGRAM_KERNEL each).
+    kernels: device kernels per call (XLA fuses a jitted step into a few). loop_steps: iterations of a compiled
+    loop per call (jax.lax.scan: LOOP_STEP each). timed: "synced", "pipelined" or "kernel" (TIMINGS). dtype None:
+    the highest roof (for work without FLOPs). bound: which end of a range (BOUNDS; a TPU's pipelined calls have
+    one, TPU_PIPELINED_LEAST). call_seconds: the host's cost of one call measured on this machine
+    (helpers.host_calls), for the device that is here; None: the published figure, OVERHEADS[call].
     """
     calls = positive_int("calls", calls)
-    r, overhead = _calls(device, call, timed)
+    r, overhead = _calls(device, call, timed, call_seconds)
+    program = call is not None and call.startswith("jax")
     per_call = device_seconds(_resolved(device), flops=_amount("flops", flops) / calls,
-                              bytes=_amount("bytes", bytes) / calls, dtype=dtype, kernels=kernels, matmul=matmul)
+                              bytes=_amount("bytes", bytes) / calls, dtype=dtype, kernels=kernels, matmul=matmul,
+                              program=program, loop_steps=loop_steps)
     return calls * _combine(r, overhead, per_call, timed, bound)
 
 
@@ -358,25 +411,49 @@ ITEMSIZE = {"float64": 8, "float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2, 
 
 
 def predict_matmul_seconds(device: Device, m: int, k: int, n: int, dtype: str = "bfloat16", *,
-                           timed: str = "synced", bound: str = "upper") -> float:
+                           timed: str = "synced", bound: str = "upper", call_seconds: float | None = None) -> float:
     """One call of a jitted (m, k) @ (k, n) on `device`, as a learner times it end to end.
 
-    On a TPU each side is padded to the MXU side (128, or 256 on v6e), and the padded work is what the MXUs do.
-    dtype: the roof the arithmetic runs on ("float32" is full float32; pass "tf32" for JAX's default float32
-    precision on a GPU with TF32 tensor cores). Inputs and output are read and written once, in `dtype`'s size.
-    bound: which end of a range, as predict_seconds.
+    On a TPU each side is padded to the MXU side (128, or 256 on v6e), and the padded work is what the MXUs do. On
+    a GPU whose SM count is known, the output's tiles come in waves over the SMs (matmul_wave_seconds): a small
+    product leaves SMs idle. dtype: the roof the arithmetic runs on ("float32" is full float32; pass "tf32" for
+    JAX's default float32 precision on a GPU with TF32 tensor cores). Inputs and output are read and written once,
+    in `dtype`'s size. bound: which end of a range, as predict_seconds. call_seconds: a call's cost measured on this
+    host (helpers.host_calls), as predict_seconds.
     """
     m, k, n = (positive_int(name, v) for name, v in (("m", m), ("k", k), ("n", n)))
     device = _resolved(device)
-    r, overhead = _calls(device, JAX_CALL.get(roofs(device).kind, "none"), timed)
+    r, overhead = _calls(device, JAX_CALL.get(roofs(device).kind, "none"), timed, call_seconds)
     side = mxu_side(device)
     flops = 2 * padded(m, side) * padded(k, side) * padded(n, side)
     if not isinstance(dtype, str) or dtype not in ITEMSIZE:
         raise ValueError(f"dtype must be one of {', '.join(map(repr, ITEMSIZE))}; got {dtype!r:.40}")
     itemsize = ITEMSIZE[dtype]
     nbytes = (m * k + k * n + m * n) * itemsize
-    busy = device_seconds(device, flops=flops, bytes=nbytes, dtype=dtype, matmul=True)
+    busy = max(device_seconds(device, flops=flops, bytes=nbytes, dtype=dtype, matmul=True),
+               matmul_wave_seconds(device, m, k, n, dtype))
     return _combine(r, overhead, busy, timed, bound)
+
+
+#: The side of the square tile of C one thread block of a library matmul computes (cuBLAS picks among several
+#: sizes; 128 x 128 stands for them): a product whose tiles do not fill every SM waits on the ones that run.
+MATMUL_TILE = Cost(128, "the side of the output tile one thread block of a library (cuBLAS) matmul computes",
+                   "assumed, among the tile sizes NVIDIA's Matrix Multiplication Background User's Guide lists for "
+                   "cuBLAS (section 2.3, https://docs.nvidia.com/deeplearning/performance/"
+                   "dl-performance-matrix-multiplication/index.html); its section 3.2, wave quantization, is the rule")
+
+
+def matmul_wave_seconds(device: Device, m: int, k: int, n: int, dtype: str) -> float:
+    """A library matmul on a GPU as waves of MATMUL_TILE x MATMUL_TILE output tiles, one tile per SM at a time,
+    each SM at its share of the peak (at MATMUL_EFFICIENCY), plus the kernel's floor; 0.0 where the SM count is
+    not known (or for a CPU or a TPU). For a large product this is the roofline's own time, a few percent more."""
+    if not isinstance(device, specs.DeviceSpec) or device.kind != "gpu" or not device.sms:
+        return 0.0
+    r, side = roofs(device), int(MATMUL_TILE.value)
+    tiles = -(-m // side) * -(-n // side)
+    waves = -(-tiles // device.sms)
+    per_sm = r.roof(dtype).flops * MATMUL_EFFICIENCY["gpu"].value / device.sms
+    return waves * 2 * side * side * k / per_sm + KERNEL_FLOOR["gpu"].value
 
 
 #: The guide every Pallas constant and check comes from: JAX's Pallas TPU matmul guide, its stored v5e outputs.
@@ -468,15 +545,13 @@ def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1, timed:
     return calls * overhead + _amount("bytes", bytes) / rate
 
 
-__all__ = [
-    "BOUNDS", "CALL_STYLES", "DECIDE_DEVICES", "DEFAULT_CALL", "ITEMSIZE", "JAX_CALL", "KERNEL_FLOOR",
-    "MATMUL_EFFICIENCY", "MEMORIES", "MEMORY_EFFICIENCY", "OVERHEADS", "PAGEABLE_FRACTION", "TERMS", "TIMINGS",
-    "TPU_PIPELINED_LEAST", "Cost", "Decision", "Device", "Estimate", "Roof", "Roofs", "attainable", "decide",
-    "PALLAS_GUIDE", "PALLAS_STEP", "device_seconds", "host_call_seconds", "host_link", "mxu_side", "padded",
-    "pallas_steps", "pallas_traffic", "predict_copy_seconds", "predict_matmul_seconds",
-    "predict_pallas_matmul_seconds", "predict_range", "predict_seconds", "published_spec", "roofline_seconds",
-    "roofs",
-]
+__all__ = ["BOUNDS", "CALL_STYLES", "Cost", "DECIDE_DEVICES", "DEFAULT_CALL", "Decision", "Device", "Estimate",
+           "ITEMSIZE", "JAX_CALL", "KERNEL_FLOOR", "LOOP_STEP", "MATMUL_EFFICIENCY", "MATMUL_TILE", "MEMORIES",
+           "MEMORY_EFFICIENCY", "OVERHEADS", "PAGEABLE_FRACTION", "PALLAS_GUIDE", "PALLAS_STEP", "PROGRAM_KERNEL",
+           "Roof", "Roofs", "TERMS", "TIMINGS", "TPU_PIPELINED_LEAST", "attainable", "decide", "device_seconds",
+           "fixed_device_seconds", "host_link", "matmul_wave_seconds", "mxu_side", "padded", "pallas_steps",
+           "pallas_traffic", "predict_copy_seconds", "predict_matmul_seconds", "predict_pallas_matmul_seconds",
+           "predict_range", "predict_seconds", "published_spec", "roofline_seconds", "roofs"]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -585,21 +660,6 @@ def decide(*, flops: float, bytes: float, calls: int = 1, kernels: int = 1, host
     return Decision(str(workload), tuple(estimates))
 
 
-@cache
-def host_call_seconds() -> float:
-    """One small NumPy call from Python on this machine, measured (best of 5 runs of 2,000 calls): the fixed cost
-    a CPU pays per call, as a launch is an accelerator's."""
-    a = np.ones(8, dtype=np.float32)
-    out = np.empty_like(a)
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(2_000):
-            np.add(a, a, out=out)
-        best = min(best, (time.perf_counter() - start) / 2_000)
-    return best
-
-
 def _estimate(device: Device, name: str, *, flops: float, nbytes: float, calls: int, kernels: int,
               host_bytes: float, serial: float, dtype: str, matmul: bool, footprint: float, call: str,
               timed: str) -> Estimate:
@@ -607,10 +667,10 @@ def _estimate(device: Device, name: str, *, flops: float, nbytes: float, calls: 
     compute, memory = _compute_and_memory(r, flops, nbytes, dtype, matmul)
     kind_of_call = (JAX_CALL if call == "jax" else DEFAULT_CALL).get(r.kind, "none")
     if r.kind == "cpu" and call != "jax":
-        overhead = host_call_seconds()  # a NumPy call, measured here
+        overhead = numpy_call()  # a NumPy call, measured here
     else:
         overhead = OVERHEADS[kind_of_call].value
-    floors = kernels * _constant(KERNEL_FLOOR, r.kind, 0.0)
+    floors = fixed_device_seconds(r.kind, kernels, program=kind_of_call.startswith("jax"))
     # the calls' term: what they add to the roofs, counted as predict_seconds counts it (synced or pipelined)
     busy = max(compute, memory)
     added = calls * _combine(r, overhead, busy / calls + floors, timed) - busy

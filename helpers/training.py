@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import mlp, roofline, specs
+from . import host_calls, mlp, roofline, specs
 from .backend import array_module, backends, check_name, to_backend, to_numpy, where
 from .timing import Timing, benchmark, crossover, format_seconds, spread_shown
 from .validate import finite, positive_int
@@ -547,17 +547,21 @@ def fused_bytes(work: StepWork) -> int:
 
 
 def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps: int, n_in: int = 64,
-                  n_out: int = 10,
-                  kind: str = "cupy", host_seconds: float | None = None) -> Prediction:
+                  n_out: int = 10, kind: str = "cupy", host_seconds: float | None = None,
+                  calls: host_calls.HostCalls | None = None) -> Prediction:
     """Predict one float32 epoch on `device` (a name in helpers.specs, or its spec), run as `kind`, as a sum of
     helpers.roofline.predict_seconds calls, each timed "pipelined" (the loop queues its calls and waits once):
 
     - "cupy": every array operation of trace_step is one CuPy call of one kernel (a matmul at cuBLAS's efficiency).
-    - "jax": one "jax_gpu" call per step, of xla_kernels() kernels; the step's FLOPs, and fused_bytes().
-    - "jax-scan": the same work in one call per epoch: steps x kernels.
+    - "jax": one "jax_gpu" call per step, of xla_kernels() kernels run as one program; the step's FLOPs, and
+      fused_bytes().
+    - "jax-scan": the same work in one call per epoch: an iteration of a compiled loop per step (LOOP_STEP).
     - "keras": "jax" plus `host_seconds` per step: Keras's own Python bookkeeping per train_on_batch, host time a
       GPU does not shorten, and which does not hide behind it (train_on_batch waits for each step's loss).
       Measure it on this machine (Keras's seconds per step minus JAX's) and pass it in.
+
+    calls: the per-call host costs measured here (helpers.host_calls.here, for the GPU that is here); None: the
+    published figures (roofline.OVERHEADS), for a GPU that is not.
     """
     if not isinstance(kind, str) or kind not in PREDICTED:
         raise ValueError(f"kind must be one of {', '.join(map(repr, PREDICTED))}; got {kind!r:.40}")
@@ -573,26 +577,54 @@ def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps
     if kind == "cupy" and device_kind != "gpu":
         raise ValueError(f"CuPy runs on GPUs, and the {spec.name} is not one: predict kind 'jax' for it")
     kernels = work.launches if kind == "cupy" else xla_kernels(batch, n_in, hidden, n_out).total
-    calls = steps * work.launches if kind == "cupy" else 1 if kind == "jax-scan" else steps
+    n_calls = steps * work.launches if kind == "cupy" else 1 if kind == "jax-scan" else steps
     host = float(host_seconds or 0.0)
+    measured = calls
+    if measured is not None and not isinstance(measured, host_calls.HostCalls):
+        raise TypeError(f"calls must be helpers.host_calls.here(...)'s HostCalls or None; got {type(calls).__name__}")
     moved = work.bytes if kind == "cupy" else fused_bytes(work)
+
+    cupy_cost, jax_cost = (None, None) if measured is None else (measured.cupy, measured.jax)
 
     def epoch(scale: int) -> float:
         """Seconds per epoch by the definitions above; scale 0 keeps the fixed costs alone."""
         if kind == "cupy":
             return steps * sum(roofline.predict_seconds(spec, flops=scale * k.flops, bytes=scale * k.bytes,
-                                                        call="cupy", timed="pipelined", matmul=k.name == "matmul")
+                                                        call="cupy", timed="pipelined", matmul=k.name == "matmul",
+                                                        call_seconds=cupy_cost)
                                for k in work.kernels)
         return steps * host + roofline.predict_seconds(
-            spec, flops=scale * steps * work.flops, bytes=scale * steps * moved, calls=calls,
-            call=roofline.JAX_CALL[device_kind], kernels=steps * kernels // calls, timed="pipelined", matmul=True)
+            spec, flops=scale * steps * work.flops, bytes=scale * steps * moved, calls=n_calls,
+            call=roofline.JAX_CALL[device_kind], kernels=steps * kernels // n_calls, timed="pipelined", matmul=True,
+            loop_steps=steps if kind == "jax-scan" else 0, call_seconds=jax_cost)
 
     if kind == "cupy":
         roofs = steps * sum(roofline.roofline_seconds(spec, flops=k.flops, bytes=k.bytes) for k in work.kernels)
     else:
         roofs = roofline.roofline_seconds(spec, flops=steps * work.flops, bytes=steps * moved)
-    return Prediction(spec.name, kind, steps, batch, hidden, kernels, calls, epoch(1), epoch(0), roofs, host,
+    return Prediction(spec.name, kind, steps, batch, hidden, kernels, n_calls, epoch(1), epoch(0), roofs, host,
                       work.memory, spec.memory_bytes)
+
+
+#: The label chapter 05 times each predicted way of running the step under (section 3's table).
+MEASURED_AS = {"cupy": "CuPy", "jax": "JAX, jit per step", "jax-scan": "JAX, one jit per epoch", "keras": "Keras"}
+
+
+def predictions_report(predicted: dict[str, Prediction], measured: dict[str, Timing], baseline: Timing) -> str:
+    """One line per prediction: its epoch, kernels and calls, its fixed costs' share, its time against `baseline`
+    (NumPy measured here); and, where the same way of running the step was measured on the predicted device in
+    this run (`measured`, by MEASURED_AS), the measurement beside it, never a winner between the two."""
+    lines = []
+    for kind, p in predicted.items():
+        line = (f"  {p.backend:>17}: {format_seconds(p.seconds):>8}; {p.kernels} kernels per step; host calls per "
+                f"epoch: {p.calls:>5,}; fixed costs {p.fixed / p.seconds:4.0%} of it; "
+                f"{p.seconds / baseline.median:.2f}x NumPy's time here")
+        timing = measured.get(MEASURED_AS[kind])
+        if timing is not None and timing.peak is not None and timing.peak.device == p.device:
+            line += (f"\n  {'':>17}  measured on the {p.device} in this run: {format_seconds(timing.median)}, "
+                     f"{timing.median / p.seconds:.2f}x the prediction")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def epoch_workload(batch: int, hidden: int, steps: int, n_in: int = 64, n_out: int = 10) -> dict[str, Any]:
@@ -820,13 +852,49 @@ class Sweep:
         """Where `kind`'s prediction starts to beat `label`, in words that name only sizes measured: 'from between
         hidden 256 and 1,024' (the crossover lies somewhere in that gap), 'from the smallest hidden measured, 16'
         or 'at no hidden measured'."""
-        cross = self.crossover(label, kind)
+        return self._where(self.crossover(label, kind))
+
+    def _where(self, cross: int | None) -> str:
         if cross is None:
             return f"at no {self.vary} measured"
         below = [v for v in self.values if v < cross]
         if not below:
             return f"from the smallest {self.vary} measured, {cross:,}"
         return f"from between {self.vary} {max(below):,} and {cross:,}"
+
+    @property
+    def device(self) -> str:
+        """The device the predictions are for."""
+        return next(iter(self.predictions.values()))[0].device
+
+    def on_device(self, label: str) -> bool:
+        """Whether trainer `label` was measured on the device the predictions are for (judged by its peak's name)."""
+        return all(t.peak is not None and t.peak.device == self.device for t in self._timings(label))
+
+    def measured_as(self, kind: str) -> str | None:
+        """The trainer measured on the predicted device that runs the step as `kind` predicts it, if any."""
+        return next((label for label, k in self.kinds.items() if k == kind and self.on_device(label)), None)
+
+
+def _report_lines(sw: Sweep, label: str) -> list[str]:
+    """Under trainer `label`'s line: on the predicted device, its own prediction beside its measurement; elsewhere,
+    from which size each way of running the step on that device beats it, measured there when it was."""
+    if sw.on_device(label):
+        kind = sw.kinds[label]
+        if kind not in sw.predictions:
+            return []
+        pairs = [f"{v:,}: {format_seconds(p)} / {format_seconds(m)} = {m / p:.2f}x" for v, p, m in
+                 zip(sw.values, sw.predicted(kind), sw.seconds(label), strict=True)]
+        return [f"  on the {sw.device}, where it ran: predicted / measured per {sw.vary}: " + "; ".join(pairs)]
+    lines = []
+    for kind, preds in sw.predictions.items():
+        other = sw.measured_as(kind)
+        if other is None:
+            lines.append(f"  {preds[0].label} beats {label} here {sw.wins_from(label, kind)}")
+        else:
+            cross = crossover(sw.values, sw.seconds(label), sw.seconds(other))
+            lines.append(f"  {other} on the {sw.device} (measured) beats {label} here {sw._where(cross)}")
+    return lines
 
 
 def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequence[int], batch: int = 32,
@@ -866,7 +934,9 @@ def sweep(trainers: Sequence[Trainer], data: mlp.Digits, vary: str, values: Sequ
 
 
 def sweep_report(sw: Sweep) -> str:
-    """Per measured trainer: its speed at the largest size, then from which size on each GPU prediction beats it."""
+    """Per measured trainer: its speed at the largest size; then, for one that ran on the predicted device, its
+    prediction beside its measurement (a device's prediction is never raced against its own measurement), and for
+    the others, from which size each way of running the step on that device beats it (measured there if it was)."""
     lines = []
     for label, timings in sw.timings.items():
         big = timings[-1]
@@ -874,8 +944,7 @@ def sweep_report(sw: Sweep) -> str:
         share = "" if big.fraction_of_peak is None else f" ({big.fraction_of_peak:.0%} of the {big.peak.device} peak)"
         lines.append(f"{label}, measured here: {format_seconds(big.median)} per epoch at {sw.vary} "
                      f"{sw.values[-1]:,}{rate}{share}")
-        for kind, preds in sw.predictions.items():
-            lines.append(f"  {preds[0].label} beats {label} here {sw.wins_from(label, kind)}")
+        lines += _report_lines(sw, label)
     return "\n".join(lines)
 
 
@@ -981,8 +1050,8 @@ def summary_table(rows: Sequence[Row]) -> Any:
     return _markdown("\n".join(lines))
 
 
-__all__ = ["KERAS_WIDTHS", "KINDS", "KerasOnDevices", "KerasWidths", "Kernel", "KernelCount", "NOT_KERNELS",
-           "PREDICTED", "Prediction", "Row", "Run", "StepWork", "Sweep", "Trainer", "accelerator", "accuracy",
-           "device_name", "fused_bytes", "keras_cpu_vs_accelerator", "keras_widths", "loss_figure", "predict_epoch",
-           "samples_per_second", "summary_table", "sweep", "sweep_figure", "sweep_report", "time_epoch", "trace_step",
-           "train", "trainer", "xla_kernels"]
+__all__ = ["KERAS_WIDTHS", "KINDS", "KerasOnDevices", "KerasWidths", "Kernel", "KernelCount", "MEASURED_AS",
+           "NOT_KERNELS", "PREDICTED", "Prediction", "Row", "Run", "StepWork", "Sweep", "Trainer", "accelerator",
+           "accuracy", "device_name", "fused_bytes", "keras_cpu_vs_accelerator", "keras_widths", "loss_figure",
+           "predict_epoch", "predictions_report", "samples_per_second", "summary_table", "sweep", "sweep_figure",
+           "sweep_report", "time_epoch", "trace_step", "train", "trainer", "xla_kernels"]

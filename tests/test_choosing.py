@@ -34,7 +34,7 @@ def test_on_a_gpu_a_python_loop_is_a_launch_per_step_and_the_tree_wins():
     n = 100_000
     loop, scan, tree = (choosing.predict_recurrence("NVIDIA T4", n, m) for m in choosing.RECURRENCE_METHODS)
     per_call = roofline.OVERHEADS["jax_gpu"].value
-    assert loop > n * per_call and scan > n * roofline.KERNEL_FLOOR["gpu"].value
+    assert loop > n * per_call and scan > n * roofline.LOOP_STEP["gpu"].value
     assert tree < scan < loop
 
 
@@ -267,3 +267,18 @@ def test_without_tensorflow_the_cell_says_so_in_one_line(monkeypatch):
     assert printed.count("\n") == 1 and "TensorFlow is not installed here" in printed
     assert "tf.config.list_physical_devices('GPU')" in printed
 
+
+
+def test_the_device_here_is_predicted_beside_the_reference_ones(monkeypatch) -> None:
+    """The H200 run's recurrence table predicted a T4, an H100 and a v5e, not the H200 it measured on."""
+    from types import SimpleNamespace
+
+    import jax
+
+    assert choosing.devices_here() == roofline.DECIDE_DEVICES  # JAX on this CPU: nothing to add
+    for kind, platform, expected in (("NVIDIA H200", "gpu", "NVIDIA H200"), ("TPU v5 lite", "tpu", None),
+                                     ("Some GPU 9000", "gpu", None)):
+        monkeypatch.setattr(jax, "devices", lambda *a, kind=kind, platform=platform: [
+            SimpleNamespace(platform=platform, device_kind=kind)])
+        found = choosing.devices_here()
+        assert found == (*roofline.DECIDE_DEVICES, expected) if expected else found == roofline.DECIDE_DEVICES

@@ -126,19 +126,19 @@ def test_without_a_gpu_the_t4_gives_the_predictions() -> None:
     assert gpu.host_link() == specs.HOST_LINKS["NVIDIA T4"]
     flops, nbytes = 3e6, 12e6
     # one CuPy call, timed back to back: the larger of its 10 µs host overhead and its device time, which is
-    # 12 MB at 80% of 320 GB/s plus the 5.2 µs kernel floor = 52.075 µs
-    assert gpu.predict_seconds(flops, nbytes) == pytest.approx(12e6 / 256e9 + 5.2e-6)
+    # 12 MB at 80% of 320 GB/s plus the 2.433 µs kernel floor = 52.075 µs
+    assert gpu.predict_seconds(flops, nbytes) == pytest.approx(12e6 / 256e9 + 2.433e-6)
     # 11 GB of NumPy (pageable) arrays over the T4's 11 GB/s link, at PAGEABLE_FRACTION of its pinned rate
     pageable = 1.0 / roofline.PAGEABLE_FRACTION.value
-    assert gpu.predict_seconds(flops, nbytes, copies=11e9) == pytest.approx(12e6 / 256e9 + 5.2e-6 + 10e-6 + pageable)
-    # three calls share the work: each 4 MB, 15.6 + 5.2 µs, longer than a call's 10 µs of host time
-    assert gpu.predict_seconds(flops, nbytes, launches=3) == pytest.approx(3 * (4e6 / 256e9 + 5.2e-6))
+    assert gpu.predict_seconds(flops, nbytes, copies=11e9) == pytest.approx(12e6 / 256e9 + 2.433e-6 + 10e-6 + pageable)
+    # three calls share the work: each 4 MB, 15.6 + 2.4 µs, longer than a call's 10 µs of host time
+    assert gpu.predict_seconds(flops, nbytes, launches=3) == pytest.approx(3 * (4e6 / 256e9 + 2.433e-6))
     # tiny work: the host's 10 µs per call decides
     assert gpu.predict_seconds(30, 120, launches=3) == pytest.approx(30e-6)
     # CuPy's axpby: 3 kernels moving 7 float32 numbers per element
-    assert gpu.predict_cupy_axpby(10**6) == pytest.approx(3 * (28e6 / 3 / 256e9 + 5.2e-6))
+    assert gpu.predict_cupy_axpby(10**6) == pytest.approx(3 * (28e6 / 3 / 256e9 + 2.433e-6))
     assert gpu.predict_cupy_axpby(10**6, copies=11e6) == pytest.approx(
-        3 * (28e6 / 3 / 256e9 + 5.2e-6) + 10e-6 + 1e-3 * pageable)
+        3 * (28e6 / 3 / 256e9 + 2.433e-6) + 10e-6 + 1e-3 * pageable)
     with pytest.raises(ValueError, match="launches must be a positive integer"):
         gpu.predict_seconds(flops, nbytes, launches=0)
 
@@ -152,7 +152,7 @@ def test_cublas_is_priced_as_a_tuned_matmul_and_the_kernels_by_their_bytes() -> 
                     "cuBLAS (a @ b)": (flops / (3 * 4 * n * n), True)}
     intensity = ways["cuBLAS (a @ b)"][0]
     tuned = gpu.predict_seconds(flops, flops / intensity, matmul=True)
-    assert tuned == pytest.approx(flops / (8.1e12 * 0.75) + 5.2e-6)  # the T4's fp32 peak at 75%
+    assert tuned == pytest.approx(flops / (8.1e12 * 0.75) + 2.433e-6)  # the T4's fp32 peak at 75%
     assert tuned == roofline.predict_seconds("NVIDIA T4", flops=flops, bytes=flops / intensity, call="cupy",
                                              timed="pipelined", matmul=True)
 

@@ -51,20 +51,49 @@ def test_roofline_seconds_against_hand_computed_t4_numbers():
 
 
 def test_predict_seconds_adds_each_calls_overhead_and_kernel_floor():
-    # 1.2 GB at 80% of 320 GB/s = 4.6875 ms, plus the 5.2 µs kernel floor, plus one CuPy call's 10 µs
+    # 1.2 GB at 80% of 320 GB/s = 4.6875 ms, plus the 2.433 µs kernel floor, plus one CuPy call's 10 µs
     synced = roofline.predict_seconds(T4, flops=3e8, bytes=1.2e9)
-    assert synced == pytest.approx(1.2e9 / 256e9 + 5.2e-6 + 10e-6)
+    assert synced == pytest.approx(1.2e9 / 256e9 + 2.433e-6 + 10e-6)
     # the same work in three calls: three floors and three overheads
     assert roofline.predict_seconds(T4, flops=3e8, bytes=1.2e9, calls=3) == pytest.approx(
-        1.2e9 / 256e9 + 3 * (5.2e-6 + 10e-6))
+        1.2e9 / 256e9 + 3 * (2.433e-6 + 10e-6))
     # pipelined, host overhead hides behind the device's time; for tiny work the host's time is what is left
     assert roofline.predict_seconds(T4, flops=3e8, bytes=1.2e9, timed="pipelined") == pytest.approx(
-        1.2e9 / 256e9 + 5.2e-6)
+        1.2e9 / 256e9 + 2.433e-6)
     assert roofline.predict_seconds(T4, flops=3, bytes=12, calls=4, timed="pipelined") == pytest.approx(40e-6)
-    assert roofline.predict_seconds(T4, flops=3, bytes=12, timed="kernel") == pytest.approx(5.2e-6, rel=1e-3)
-    # a jitted JAX step of 23 kernels: one dispatch, 23 floors
+    assert roofline.predict_seconds(T4, flops=3, bytes=12, timed="kernel") == pytest.approx(2.433e-6, rel=1e-3)
+    # a jitted JAX step of 23 kernels: one dispatch, 23 kernels of one compiled program (a CUDA graph)
     assert roofline.predict_seconds(T4, flops=0, bytes=0, call="jax_gpu", kernels=23) == pytest.approx(
-        roofline.OVERHEADS["jax_gpu"].value + 23 * 5.2e-6)
+        roofline.OVERHEADS["jax_gpu"].value + 23 * 1.26e-6)
+    # the same with the call's cost measured on this host (helpers.host_calls), for the GPU that is here
+    assert roofline.predict_seconds(T4, flops=0, bytes=0, call="jax_gpu", kernels=23, call_seconds=150e-6,
+                                    timed="pipelined") == pytest.approx(150e-6)
+    # one jit per epoch: 42 iterations of a compiled loop, each of 14 kernels, in one call
+    assert roofline.predict_seconds(T4, flops=0, bytes=0, call="jax_gpu", kernels=42 * 14, loop_steps=42,
+                                    timed="kernel") == pytest.approx(42 * (8.05e-6 + 13 * 1.26e-6))
+
+
+def test_the_call_and_kernel_model_fits_the_h200_runs_jit_per_step_per_epoch_and_scan():
+    """../shared/gpu-runs/h200-2026-11-28: chapter 05 measured 8.51 ms (jit per step) and 1.11 ms (one jit per
+    epoch) for 42 steps of 14 kernels, chapter 06 a 100,000-step scan at 14.2 µs a step; the old model predicted
+    3.06 ms for both epochs (a 5.2 µs floor a kernel, a 9.81 µs call) and 5.2 µs a scan step."""
+    h200, steps, kernels = "NVIDIA H200", 42, 14
+    here = 180e-6  # a jitted call of the step's 6 arrays in and 5 out, as helpers.host_calls measures it on a host
+    per_step = roofline.predict_seconds(h200, flops=0, bytes=0, calls=steps, call="jax_gpu", kernels=kernels,
+                                        timed="pipelined", call_seconds=here)
+    per_epoch = roofline.predict_seconds(h200, flops=0, bytes=0, call="jax_gpu", kernels=steps * kernels,
+                                         loop_steps=steps, timed="pipelined", call_seconds=here)
+    scan = roofline.predict_seconds(h200, flops=0, bytes=0, call="jax_gpu", kernels=100_000, loop_steps=100_000)
+    for predicted, measured in ((per_step, 8.51e-3), (per_epoch, 1.11e-3), (scan, 1.42)):
+        assert 0.5 < measured / predicted < 2, (predicted, measured)
+    assert per_epoch < per_step / 4, "one call per epoch removes the calls between steps: the run measured 7.7x"
+
+
+def test_fixed_device_costs_refuse_more_loop_iterations_than_kernels():
+    with pytest.raises(ValueError, match="loop_steps .* cannot exceed kernels"):
+        roofline.fixed_device_seconds("gpu", 3, loop_steps=4)
+    with pytest.raises(ValueError, match="loop_steps must be a whole number"):
+        roofline.fixed_device_seconds("gpu", 3, loop_steps=-1)
 
 
 def test_tpu_matmul_pads_to_the_mxu_and_pays_a_call():
@@ -158,10 +187,11 @@ def test_a_printed_source_gives_values_and_meanings_not_the_models_internal_name
 
 # --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
 
-INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "files", "glossary", "hardware", "limits", "notice",
+INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "files", "glossary", "hardware", "host_calls", "limits",
+                  "notice",
                   "nvrtc", "plots", "precision", "project", "roofline", "specs", "style", "timing", "validate",
                   "widgets", "workloads"}
-CHAPTER = {"choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks", "lessons",
+CHAPTER = {"asynchrony", "choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks", "lessons",
            "counter_checks", "make_it_fast", "pallas",
            "mandelbrot", "mlp", "sharding", "systolic", "threads", "training"}
 # The front door and the commands:
