@@ -20,7 +20,8 @@ def test_host_calls_name_what_was_measured_and_where() -> None:
     here = host_calls.here(2, 1)
     assert here.cupy is None and here.arrays == (2, 1) and here.device == "cpu"
     text = str(here)
-    assert text.startswith("measured on this host: no GPU for CuPy; a jitted JAX call with 2 arrays in and 1 out, on cpu")
+    assert text.startswith("measured on this host: no GPU for CuPy; a jitted JAX call with 2 arrays in and 1 out, "
+                           "on cpu")
 
 
 @pytest.mark.parametrize(("arrays_in", "arrays_out", "message"), [
