@@ -32,6 +32,8 @@ DEFAULT_SIZES: dict[str, tuple[int, ...]] = {
 LOOPS_MAX_N: dict[str, int] = {"matmul": 128, "axpby": 200_000}
 #: Size at which the loops' rate is measured when an estimate is needed and none was measured yet.
 LOOPS_PROBE_N: dict[str, int] = {"matmul": 32, "axpby": 20_000}
+#: The cap on the probe's timing: a hang guard, long enough for one call of the loops on a slow machine.
+LOOPS_PROBE_MAX_TIME = 5.0
 #: The time ∝ n^k guide drawn in the running chart: what the operation's FLOP count grows as.
 SLOPES: dict[str, tuple[int, ...]] = {"matmul": (3,), "axpby": (1,)}
 LOOPS_LABEL = "python (loops)"
@@ -112,18 +114,19 @@ class Explorer(widgets.VBox):
 
     # -- measuring ---------------------------------------------------------------------------------------------
 
-    def _measure_one(self, backend: str, n: int, dtype: str, budget: float) -> Timing:
+    def _measure_one(self, backend: str, n: int, dtype: str, budget: float, max_time: float | None = None) -> Timing:
         with spread_shown():  # a one-off explorer point: noise is shown, not warned
             t = workloads.measure(self.op, backend, n, dtype, budget, label=_backend_label(backend),
-                                  max_time=max(3 * budget, 0.05), min_repeats=3)
+                                  max_time=max_time or max(3 * budget, 0.05), min_repeats=3)
         self.timings = [p for p in self.timings if (p.backend, p.dtype, p.n) != (t.backend, t.dtype, t.n)] + [t]
         return t
 
     def _loops_rate(self) -> tuple[float, int]:
         """FLOP/s of the Python loops at the largest n measured so far (where call overhead matters least)."""
         done = [t for t in self.timings if t.backend == "python"]
+        # a probe at a small size: a short budget, and a cap that a slow machine's first call still fits in
         t = max(done, key=lambda t: t.n) if done else self._measure_one("python", LOOPS_PROBE_N[self.op], "float64",
-                                                                          0.02)
+                                                                          0.02, max_time=LOOPS_PROBE_MAX_TIME)
         return t.flops / t.median, int(t.n)
 
     def measure(self, change: Any = None) -> None:

@@ -161,7 +161,7 @@ def test_a_call_that_never_returns_ends_at_max_time():
     start = time.monotonic()
     with pytest.raises(timing.TooSlow, match="benchmark of 'hangs' ran past max_time=0.5 s in its first call"):
         benchmark(hangs, 1.0, max_time=0.5)
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 10  # a hang guard, not a speed test: the call never returns
 
 
 def test_a_call_that_hangs_after_some_samples_keeps_them_as_a_capped_timing(fake_roof):
@@ -530,7 +530,7 @@ def test_tracing_is_bounded_by_max_time_too(on_an_a100):
 
     start = time.monotonic()
     peak = benchmark(slow_to_trace, A, budget=0.01, max_repeats=3, max_time=0.5).peak
-    assert time.monotonic() - start < 3  # the trace gets what is left of max_time, at least 1 s
+    assert time.monotonic() - start < 10  # a hang guard: the trace gets what is left of max_time, at least 1 s
     assert "tracing the call took over 1 s: judged by JAX's default matmul precision" in peak.source
     assert peak.flops == pytest.approx(156e12)
 
