@@ -43,8 +43,17 @@ def kernel_files() -> list[str]:
 
 def kernel_source(file: str) -> str:
     """The CUDA C in helpers/kernels/`file` (e.g. 'vector_add.cu'); a clear error naming the files otherwise."""
-    if not isinstance(file, str) or not file.endswith(".cu") or not (KERNELS / file).is_file():
-        raise FileNotFoundError(f"no kernel file {file!r}; the files are {', '.join(kernel_files())}")
+    if not isinstance(file, str) or not file.endswith(".cu"):
+        raise FileNotFoundError(f"no kernel file {file!r:.60}; the files are {', '.join(kernel_files())}")
+    return _kernel_text(file)
+
+
+@cache
+def _kernel_text(file: str) -> str:
+    """A kernel file's text, read once: a launch timed call by call must not read a file each call (on the H200 of
+    2026-11-28, gpu-report's Mandelbrot call spent about 150 µs a call on a file read and a memory check)."""
+    if not (KERNELS / file).is_file():
+        raise FileNotFoundError(f"no kernel file {file!r:.60}; the files are {', '.join(kernel_files())}")
     return (KERNELS / file).read_text(encoding="utf-8")
 
 
@@ -471,10 +480,11 @@ class GPU:
                         copies: float = 0.0, launches: int = 1, matmul: bool = False) -> float:
         """Seconds for `launches` CuPy calls doing this work, timed back to back as h.benchmark times them,
         plus `copies` bytes over the host link (helpers.roofline: the one model). matmul: the work is a tuned
-        library matrix product (cuBLAS), whose arithmetic reaches roofline.MATMUL_EFFICIENCY of the roof."""
+        library matrix product (cuBLAS), whose arithmetic reaches roofline.MATMUL_EFFICIENCY of the roof; otherwise
+        CuPy's own kernels, one element a thread (roofline.NARROW_LOAD_EFFICIENCY, where published)."""
         seconds = roofline.predict_seconds(self.spec, flops=flops, bytes=bytes, dtype=dtype,
                                            calls=positive_int("launches", launches), call="cupy", timed="pipelined",
-                                           matmul=matmul)
+                                           matmul=matmul, narrow=not matmul)
         if not finite(copies) or copies < 0:
             raise ValueError(f"copies (bytes over the host link) must be a finite number, zero or more, got "
                              f"{copies!r:.40}")

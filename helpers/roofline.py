@@ -244,6 +244,20 @@ MEMORY_EFFICIENCY: dict[str, Cost] = {
     "cpu": Cost(1.0, "the CPU's bandwidth roof is itself a measured copy", "measured here (helpers.cpu)"),
 }
 
+#: The fraction of the memory roof a kernel that gives each thread one 4-byte number at a time reaches (CuPy's
+#: elementwise kernels: one element per thread, 128 threads a block), where a published measurement shows that it
+#: falls short of MEMORY_EFFICIENCY: a memory as fast as an H200's needs more bytes in flight than such threads
+#: keep (Little's law), where 16-byte loads and several elements a thread (PyTorch's kernels) keep enough.
+NARROW_LOAD_EFFICIENCY: dict[str, Cost] = {
+    "NVIDIA H200": Cost(2263 / 4800, "fraction of the H200's 4.8 TB/s a kernel with 4 bytes a thread in flight "
+                        "reaches",
+                        "derived from te42kyfo/gpu-benches' H200 stream rows (one 8-byte load a thread): the scale "
+                        "kernel with 67,584 threads, as many bytes in flight as 135,168 threads of 4 bytes, "
+                        "'512       67584   50.0 %  |  GB/s:        3670       1707       2263' (init, read, scale), "
+                        "2,263 GB/s (https://github.com/te42kyfo/gpu-benches/blob/"
+                        "1c36d509ee717dca9215c27135fa1e611bb03ed1/gpu-stream/h200.txt)"),
+}
+
 #: The call a device's work is assumed to come from when none is named.
 DEFAULT_CALL = {"cpu": "none", "gpu": "cupy", "tpu": "jax_tpu", "": "none"}
 #: The call a jitted JAX function makes on each kind of device.
@@ -280,18 +294,20 @@ def roofline_seconds(device: Device, *, flops: float, bytes: float, dtype: str =
 
 
 def device_seconds(device: Device, *, flops: float, bytes: float, dtype: str | None = "float32",  # noqa: A002
-                   kernels: int = 1, matmul: bool = False, program: bool = False, loop_steps: int = 0) -> float:
+                   kernels: int = 1, matmul: bool = False, program: bool = False, loop_steps: int = 0,
+                   narrow: bool = False) -> float:
     """Seconds the device itself is busy: the roofs at the efficiency real code reaches, plus each kernel's floor.
 
     matmul: whether the arithmetic is a matrix product (its efficiency is MATMUL_EFFICIENCY); otherwise the
     arithmetic is elementwise and the memory side is what decides. program: the kernels belong to one compiled
     program (a jitted call: PROGRAM_KERNEL each), rather than launched one by one (KERNEL_FLOOR each). loop_steps:
-    iterations of a compiled loop among them (LOOP_STEP each, its first kernel included).
+    iterations of a compiled loop among them (LOOP_STEP each, its first kernel included). narrow: the kernels keep
+    one 4-byte number a thread in flight, as CuPy's elementwise kernels do (NARROW_LOAD_EFFICIENCY).
     """
     r = roofs(device)
     flops, nbytes = _amount("flops", flops), _amount("bytes", bytes)
     kernels, matmul = positive_int("kernels", kernels), flag("matmul", matmul)
-    return max(_compute_and_memory(r, flops, nbytes, dtype, matmul)) + fixed_device_seconds(
+    return max(_compute_and_memory(r, flops, nbytes, dtype, matmul, flag("narrow", narrow))) + fixed_device_seconds(
         r.kind, kernels, flag("program", program), loop_steps)
 
 
@@ -314,13 +330,18 @@ def _count(name: str, value: object) -> int:
     return int(value)
 
 
-def _compute_and_memory(r: Roofs, flops: float, nbytes: float, dtype: str | None, matmul: bool) -> tuple[float, float]:
-    """(seconds of arithmetic, seconds of memory traffic) at the efficiency real code reaches on these roofs."""
+def _compute_and_memory(r: Roofs, flops: float, nbytes: float, dtype: str | None, matmul: bool,
+                        narrow: bool = False) -> tuple[float, float]:
+    """(seconds of arithmetic, seconds of memory traffic) at the efficiency real code reaches on these roofs;
+    narrow: the kernel keeps one 4-byte number a thread in flight (NARROW_LOAD_EFFICIENCY, where published)."""
     rate = r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0)
     if matmul and r.blas_flops and dtype in (None, "float32"):  # a CPU: its BLAS may not reach the roof
         rate = min(rate, r.blas_flops)
     compute = flops / rate
-    return compute, nbytes / (r.bandwidth * _constant(MEMORY_EFFICIENCY, r.kind, 1.0))
+    efficiency = _constant(MEMORY_EFFICIENCY, r.kind, 1.0)
+    if narrow and r.device in NARROW_LOAD_EFFICIENCY:
+        efficiency = NARROW_LOAD_EFFICIENCY[r.device].value
+    return compute, nbytes / (r.bandwidth * efficiency)
 
 
 def _calls(device: Device, call: str | None, timed: str, call_seconds: float | None = None) -> tuple[Roofs, float]:
@@ -356,7 +377,7 @@ def _combine(r: Roofs, overhead: float, device: float, timed: str, bound: str = 
 def predict_seconds(device: Device, *, flops: float, bytes: float, dtype: str | None = "float32",  # noqa: A002
                     calls: int = 1, call: str | None = None, kernels: int = 1, timed: str = "synced",
                     matmul: bool = False, bound: str = "upper", loop_steps: int = 0,
-                    call_seconds: float | None = None) -> float:
+                    call_seconds: float | None = None, narrow: bool = False) -> float:
     """Seconds for work split over `calls` separate calls: device time plus each call's host overhead.
 
     flops, bytes: the work of all the calls together. call: the kind of call (a key of OVERHEADS; None: the
@@ -365,14 +386,15 @@ def predict_seconds(device: Device, *, flops: float, bytes: float, dtype: str | 
     loop per call (jax.lax.scan: LOOP_STEP each). timed: "synced", "pipelined" or "kernel" (TIMINGS). dtype None:
     the highest roof (for work without FLOPs). bound: which end of a range (BOUNDS; a TPU's pipelined calls have
     one, TPU_PIPELINED_LEAST). call_seconds: the host's cost of one call measured on this machine
-    (helpers.host_calls), for the device that is here; None: the published figure, OVERHEADS[call].
+    (helpers.host_calls), for the device that is here; None: the published figure, OVERHEADS[call]. narrow: CuPy's
+    own elementwise kernels, one 4-byte number a thread (NARROW_LOAD_EFFICIENCY).
     """
     calls = positive_int("calls", calls)
     r, overhead = _calls(device, call, timed, call_seconds)
     program = call is not None and call.startswith("jax")
     per_call = device_seconds(_resolved(device), flops=_amount("flops", flops) / calls,
                               bytes=_amount("bytes", bytes) / calls, dtype=dtype, kernels=kernels, matmul=matmul,
-                              program=program, loop_steps=loop_steps)
+                              program=program, loop_steps=loop_steps, narrow=narrow)
     return calls * _combine(r, overhead, per_call, timed, bound)
 
 

@@ -591,7 +591,7 @@ def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps
         if kind == "cupy":
             return steps * sum(roofline.predict_seconds(spec, flops=scale * k.flops, bytes=scale * k.bytes,
                                                         call="cupy", timed="pipelined", matmul=k.name == "matmul",
-                                                        call_seconds=cupy_cost)
+                                                        call_seconds=cupy_cost, narrow=k.name != "matmul")
                                for k in work.kernels)
         return steps * host + roofline.predict_seconds(
             spec, flops=scale * steps * work.flops, bytes=scale * steps * moved, calls=n_calls,
