@@ -158,7 +158,8 @@ def test_a_printed_source_gives_values_and_meanings_not_the_models_internal_name
 
 # --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
 
-INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "cpu", "files", "glossary", "hardware", "limits", "notice",
+INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "compiled", "cpu", "files", "glossary", "hardware", "limits",
+                  "notice",
                   "nvrtc", "plots", "precision", "project", "roofline", "specs", "style", "timing", "validate",
                   "widgets", "workloads"}
 CHAPTER = {"choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks", "lessons",
