@@ -276,18 +276,15 @@ def per_warp(counters: Any) -> dict[str, float]:
             "LDS": counters.shared_load_requests / warps}
 
 
-def weigh(code: tuple[Instruction, ...], found: list[Loop], counters: Any) -> Mix:
-    """The machine instructions per warp multiply-add, each loop weighted so that the FLOPs, loads, stores and
-    barriers the machine code issues equal what the executor counted for the launch (`counters`).
+def _own(found: list[Loop]) -> dict[Loop, list[int]]:
+    """Each loop's own instructions: its body without the inner loops'."""
+    return {lp: [i for i in range(lp.start, lp.end + 1)
+                 if not any(lp.contains(q) and q.start <= i <= q.end for q in found)] for lp in found}
 
-    Each loop's own instructions (its inner loops apart) run as often as its first anchor says: the loops holding
-    the most FFMAs take the FLOPs, then loads, stores and barriers fix the rest (a loop holding fewer of an anchor
-    than another, such as the remainder of an unrolled loop, runs no more once the big one has them all). A loop
-    with no anchor runs as often as the loop around it. Code outside any loop (set-up, the final store) is left
-    out: it runs once per thread, nothing beside a loop at the sizes predicted."""
-    found = sorted(found, key=lambda lp: lp.end - lp.start)  # innermost first
-    own = {lp: [i for i in range(lp.start, lp.end + 1) if not any(lp.contains(q) and q.start <= i <= q.end
-                                                                   for q in found)] for lp in found}
+
+def _runs(code: tuple[Instruction, ...], found: list[Loop], own: dict[Loop, list[int]],
+          counters: Any) -> dict[Loop, float]:
+    """How often each loop's own instructions run per warp, fixed by the executor's counts (see weigh)."""
     wanted, runs = per_warp(counters), {}
     for anchor in _ANCHORS:
         left = wanted[anchor] - sum(runs[lp] * _anchor_count(code, own[lp], anchor) for lp in runs)
@@ -302,18 +299,75 @@ def weigh(code: tuple[Instruction, ...], found: list[Loop], counters: Any) -> Mi
         if lp not in runs:
             around = [q for q in found if q.contains(lp) and q in runs]
             runs[lp] = runs[min(around, key=lambda q: q.end - q.start)] if around else 1.0
+    return runs
+
+
+def per_warp_issued(code: tuple[Instruction, ...], found: list[Loop], counters: Any,
+                    outside: bool = True) -> Counter[str]:
+    """The machine instructions one warp issues in the launch `counters` describes, by kind: each loop's own
+    instructions times its runs (see weigh), and (if `outside`, or the kernel has no loop) the code outside any
+    loop once."""
+    found = sorted(found, key=lambda lp: lp.end - lp.start)  # innermost first
+    own = _own(found)
+    runs = _runs(code, found, own, counters)
     counted: Counter[str] = Counter()
+    inside = {i for lp in found for i in range(lp.start, lp.end + 1)}
     for lp in found:
         for i in own[lp]:
             counted[label(code[i])] += runs[lp]
-    if not found:
-        counted.update(label(ins) for ins in code if ins.kind != "EXIT")
+    if outside or not found:
+        counted.update(label(ins) for i, ins in enumerate(code) if i not in inside and ins.kind != "EXIT")
+    return counted
+
+
+def weigh(code: tuple[Instruction, ...], found: list[Loop], counters: Any) -> Mix:
+    """The machine instructions per warp multiply-add, each loop weighted so that the FLOPs, loads, stores and
+    barriers the machine code issues equal what the executor counted for the launch (`counters`).
+
+    Each loop's own instructions (its inner loops apart) run as often as its first anchor says: the loops holding
+    the most FFMAs take the FLOPs, then loads, stores and barriers fix the rest (a loop holding fewer of an anchor
+    than another, such as the remainder of an unrolled loop, runs no more once the big one has them all). A loop
+    with no anchor runs as often as the loop around it. Code outside any loop (set-up, the final store) is left
+    out where there are loops: it runs once per warp, nothing beside them at the sizes predicted."""
+    counted = per_warp_issued(code, found, counters, outside=False)
     fma = counted.get("FFMA", 0.0)
     if not fma:
-        raise ValueError("no multiply-add (FFMA) in this kernel's loops: a mix per multiply-add needs one")
+        raise ValueError("no multiply-add (FFMA) in this kernel: a mix per multiply-add needs one (per_warp_issued "
+                         "counts any kernel)")
+    own = _own(found)
+    runs = _runs(code, found, own, counters)
     hottest = max(found, key=lambda lp: _anchor_count(code, own[lp], "flops") * runs[lp]) if found else None
     step = Counter(label(code[i]) for i in own[hottest]) if hottest else Counter(label(i) for i in code)
     lds = {k: v for k, v in counted.items() if k.split(".")[0] == "LDS"}
     words = sum(v * (int(k.split(".")[1]) // 32 if "." in k else 1) for k, v in lds.items())
     return Mix({k: v / fma for k, v in counted.items()}, dict(step), sum(counted.values()) / fma,
                sum(lds.values()) / fma, words / fma)
+
+
+def kernel_work(counters: Any, device: Any, source: str, kernel: str, *, dram_bytes: float, scale: float = 1.0,
+                name: str = "kernel.cu", names: tuple[str, ...] = (), sums_per_thread: int = 1) -> Any:
+    """A hand-written kernel's roofline.KernelWork on `device` (a GPU spec or its name), for predict_kernel:
+    the executor's counts of one launch (`counters`, from executor.Program(...).launch(...).counters), times
+    `scale` (counted at a small size, priced at a larger one whose counts grow in proportion), with the
+    registers and machine instructions NVRTC and nvdisasm make of `kernel` for the device's architecture.
+    `dram_bytes`: what reaches DRAM at the priced size (a streaming kernel: its arrays once each). Without the
+    disassembler, the instructions are the source's requests (registers still count)."""
+    from . import roofline
+
+    spec = roofline.published_spec(device)
+    arch = "sm_" + str(spec.compute_capability).replace(".", "")
+    made = facts(source, arch, name, names)[kernel]
+    warps = counters.blocks * -(-counters.threads_per_block // 32)
+    other = None
+    if disassembles(arch):
+        code, found = loops_of(source, arch, kernel, name, names)
+        issued = per_warp_issued(code, found, counters)
+        other = max(0.0, sum(issued.values()) * warps - counters.flops / roofline.WARP_FMA_FLOPS) * scale
+    return roofline.KernelWork(
+        flops=counters.flops * scale, shared_passes=counters.shared_wavefronts * scale,
+        global_lines=(counters.global_load_lines + counters.global_store_lines) * scale,
+        requests=(counters.global_load_requests + counters.global_store_requests + counters.shared_load_requests
+                  + counters.shared_store_requests) * scale,
+        dram_bytes=dram_bytes, threads_per_block=counters.threads_per_block,
+        shared_bytes_per_block=counters.shared_bytes_per_block, sums_per_thread=sums_per_thread,
+        registers_per_thread=made.registers, other_instructions=other)

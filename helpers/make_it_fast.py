@@ -229,6 +229,61 @@ def compile_rung(r: Rung, arch: str, counted: Counters | None = None) -> dict[st
             "lds_per_fma": round(mix.lds_per_fma, 6)}
 
 
+#: The kinds a compiled step is shown by: the multiply-adds, shared loads (4 and 16 bytes), global loads, barriers.
+STEP_KINDS = ("FFMA", "LDS", "LDS.128", "LDG", "LDG.128", "BAR")
+
+
+def show_compiled(device: specs.DeviceSpec | str) -> None:
+    """Print what the compiler made of every rung for `device`'s architecture (the stored facts): registers,
+    spills, shared memory, the warps an SM holds with those registers, one step of the hottest loop by kind, and the
+    instructions issued per multiply-add with every loop weighted."""
+    spec = roofline.published_spec(device)
+    arch, data = arch_of(spec), stored()
+    if arch not in data["archs"]:
+        print(f"{spec.name} ({arch}): no compiled facts on file (on file: {', '.join(data['archs'])})")
+        return
+    sass = SASS_STAND_IN.get(arch, arch)
+    print(f"{spec.name}: compiled for {arch} by NVRTC {data['nvrtc']}, machine code read by nvdisasm "
+          f"{data['nvdisasm']}" + (f" from {sass} (the same instructions)" if sass != arch else "") +
+          " (stored in helpers/data/sgemm-compiled.json)")
+    print(f"{'rung':<22}{'registers':>10}{'spills':>7}{'shared B':>9}{'warps/SM':>9}{'instr./FFMA':>12}   "
+          "one step of the hottest loop")
+    for r in RUNGS:
+        f = data["archs"][arch][r.label]
+        counted = counts(r.label)
+        occ = roofline.occupancy(spec, counted.threads_per_block, counted.shared_bytes_per_block, f["registers"])
+        step = ", ".join(f"{f['step'][k]} {k}" for k in STEP_KINDS if f["step"].get(k))
+        other = sum(v for k, v in f["step"].items() if k not in STEP_KINDS)
+        print(f"{r.label:<22}{f['registers']:>10}{f['spill_stores'] + f['spill_loads']:>7}{f['shared_bytes']:>9,}"
+              f"{occ.warps_per_sm:>9}{f['issued_per_fma']:>12.2f}   {step}, {other} other")
+
+
+def compiled_here(device: specs.DeviceSpec | str, label: str) -> str:
+    """One line: rung `label` compiled on this machine for `device`'s architecture just now (NVRTC's version, the
+    registers), or why it cannot be (no NVRTC; no disassembler: registers alone)."""
+    from . import nvrtc
+
+    spec, r = roofline.published_spec(device), rung(label)
+    if not nvrtc.available():
+        return f"NVRTC is missing here, so nothing was compiled: the stored facts above stand. {nvrtc.why()}"
+    made = compile_rung(r, arch_of(spec))
+    line = (f"Compiled here just now by NVRTC {made['nvrtc']} for {arch_of(spec)}: {r.label} uses {made['registers']} "
+            "registers a thread")
+    if "step" not in made:
+        return line + f"; NVIDIA's disassembler is not here, so registers alone ({compiled.INSTALL_HINT})."
+    return line + (f", and one step of its hottest loop issues "
+                   f"{', '.join(f'{v} {k}' for k, v in made['step'].items() if k in STEP_KINDS)}.")
+
+
+def sm_limits_text(device: specs.DeviceSpec | str) -> str:
+    """What one SM of `device` holds (registers, threads, blocks, shared memory), for exercise 3."""
+    spec = roofline.published_spec(device)
+    sm = specs.sm_limits(spec)
+    return (f"An SM of the {spec.name} (compute capability {spec.compute_capability}) holds {sm.registers:,} "
+            f"registers, {sm.max_threads:,} threads ({sm.max_threads // 32} warps), {sm.max_blocks} blocks and "
+            f"{sm.shared_bytes // 1024} KiB of shared memory, shared by the blocks it runs at once.")
+
+
 def compile_ladder() -> dict[str, Any]:
     """Every rung for every architecture in COMPILED_ARCHS, with the NVRTC and nvdisasm versions that made them."""
     from . import nvrtc

@@ -147,3 +147,24 @@ def test_the_stored_instruction_mix_is_the_disassemblers_own(arch: str) -> None:
     assert (shared_tiles["LDS"], shared_tiles["LDS.128"], shared_tiles["FFMA"]) == (32, 8, 32)
     assert (one_d["LDS"], one_d["LDS.128"], one_d["FFMA"]) == (8, 16, 64)
     assert (two_d["LDS"], two_d["LDS.128"], two_d["FFMA"]) == (8, 2, 64)
+
+
+@needs_nvrtc
+def test_any_hand_written_kernel_is_priced_from_the_executors_counts_and_the_compilers_facts() -> None:
+    import numpy as np
+
+    from helpers import executor
+
+    source, n = kernel_source("matmul.cu"), 64
+    a, b, c = (np.ones((n, n), np.float32) for _ in range(3))
+    naive, tiled = (executor.Program(source).launch(k, (n // 16, n // 16), (16, 16), (a, b, c, np.int32(n))).counters
+                    for k in ("matmul_naive", "matmul_tiled"))
+    big = 4096
+    works = [compiled.kernel_work(counted, "NVIDIA T4", source, k, name="matmul.cu", dram_bytes=3 * 4 * big**2,
+                                  scale=(big / n) ** 3) for counted, k in ((naive, "matmul_naive"),
+                                                                         (tiled, "matmul_tiled"))]
+    assert all(w.registers_per_thread and w.flops == 2 * big**3 for w in works)
+    times = [roofline.predict_kernel("NVIDIA T4", w) for w in works]
+    assert times[0].bound in ("L1 lines", "arithmetic") and times[1].seconds < times[0].seconds
+    if compiled.disassembles("sm_75"):
+        assert works[0].other_instructions > 0  # address arithmetic and loads beside the multiply-adds
