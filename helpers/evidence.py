@@ -234,15 +234,20 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
                               *((name, getattr(roofline, name), f"{getattr(roofline, name).value:g}")
                                 for name in KERNEL_CONSTANTS)):
         out.append(f"| {name} | {value} | {_cell(cost.what)} | {_cell(cost.source)} |")
-    for cc, cost in roofline.FP32_ISSUE_RATE.items():
-        out.append(f"| FP32_ISSUE_RATE[{cc!r}] | {cost.value:g} | {_cell(cost.what)} | {_cell(cost.source)} |")
-    for spec in (s for s in specs.GPUS if s.held_clock):
-        out.append(f"| specs: {spec.name} held_clock | {spec.held_clock / 1e6:,.0f} MHz | the SM clock the card holds "
-                   f"under load (predictions run it there; its roofs stay the published peaks) | "
-                   f"{_cell(spec.held_clock_source)} |")
+    out += _kernel_rates()
     out.append(f"| specs.SM_LIMITS | per compute capability | what one SM holds and does per clock | "
                f"{_cell(specs.SM_LIMITS_SOURCE)} |")
     return "\n".join(out) + "\n"
+
+
+def _kernel_rates() -> list[str]:
+    """The constants page's rows for the kernel model's rates: the float32 issue rate per compute capability and
+    the clocks cards hold under load."""
+    out = [f"| FP32_ISSUE_RATE[{cc!r}] | {cost.value:g} | {_cell(cost.what)} | {_cell(cost.source)} |"
+           for cc, cost in roofline.FP32_ISSUE_RATE.items()]
+    return out + [f"| specs: {spec.name} held_clock | {spec.held_clock / 1e6:,.0f} MHz | the SM clock the card holds "  # type: ignore[operator]
+                  f"under load (predictions run it there; its roofs stay the published peaks) | "
+                  f"{_cell(spec.held_clock_source)} |" for spec in specs.GPUS if spec.held_clock]
 
 
 #: Chapter 07's kernel model's own constants (helpers.roofline), listed with the others.

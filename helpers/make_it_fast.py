@@ -205,8 +205,12 @@ def stored() -> dict[str, Any]:
 
 
 def built(label: str, arch: str) -> dict[str, Any] | None:
-    """What the compiler made of rung `label` for `arch` (registers, spills, shared bytes, the mix), from
-    COMPILED; None for an architecture not on file."""
+    """What the compiler made of rung `label` (its full label, '5 2D block tiling') for `arch` ('sm_75'):
+    registers, spills, shared bytes, the mix, from COMPILED; None for a kernel or an architecture not on file."""
+    if not isinstance(arch, str) or not re.fullmatch(r"sm_\d+", arch):
+        raise ValueError(f"arch must look like 'sm_75' (T4) or 'sm_90' (H100); got {arch!r:.40}")
+    if not isinstance(label, str):
+        raise ValueError(f"label must be a rung's label such as '5 2D block tiling'; got {label!r:.40}")
     return stored()["archs"].get(arch, {}).get(label)
 
 
