@@ -179,7 +179,8 @@ def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BI
         dram_bytes=roofline.matmul_dram_bytes(n, r.tile, resident, spec.l2_bytes, r.rows_first),
         threads_per_block=c.threads_per_block, shared_bytes_per_block=c.shared_bytes_per_block,
         sums_per_thread=r.sums_per_thread, registers_per_thread=registers,
-        other_instructions=made["other_per_fma"] * c.flops * grow / roofline.WARP_FMA_FLOPS if made else None)
+        other_instructions=(made["other_per_fma"] * c.flops * grow / roofline.WARP_FMA_FLOPS
+                            if made and "other_per_fma" in made else None))  # no disassembler: registers alone
 
 
 #: What NVRTC and nvdisasm made of every rung, per architecture (python -m helpers.make_it_fast writes it): stored,

@@ -168,3 +168,14 @@ def test_any_hand_written_kernel_is_priced_from_the_executors_counts_and_the_com
     assert times[0].bound in ("L1 lines", "arithmetic") and times[1].seconds < times[0].seconds
     if compiled.disassembles("sm_75"):
         assert works[0].other_instructions > 0  # address arithmetic and loads beside the multiply-adds
+
+
+@needs_nvrtc
+def test_without_the_disassembler_a_learners_tile_is_priced_from_its_registers_alone(monkeypatch) -> None:
+    monkeypatch.setattr(compiled, "disassembler", lambda: None)
+    r = make_it_fast.rung("5")
+    made = make_it_fast.compile_rung(r, "sm_75")
+    assert "step" not in made and made["registers"] > 64
+    work = make_it_fast.work(r, make_it_fast.counts("5"), "NVIDIA T4", made=made)
+    assert work.registers_per_thread == made["registers"] and work.other_instructions is None
+    assert "registers alone" in make_it_fast.compiled_here("NVIDIA T4", "5")
