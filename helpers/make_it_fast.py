@@ -166,6 +166,7 @@ def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BI
     grow, spread = (n / positive_int("counted_at", counted_at)) ** 3, (n / counted_at) ** 2
     c = counted
     spec = roofline.published_spec(device)
+    specs.sm_limits(spec)  # a GPU without its SMs on file is refused here, naming those with them
     made = made if made is not None else built(r.label, arch_of(spec))
     registers = made["registers"] if made else None
     occ = roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block, registers)
