@@ -243,13 +243,24 @@ def check_tiles(tiles: Any) -> Verdict:
     if not np.allclose(c, a @ b, rtol=1e-4, atol=1e-3 * np.sqrt(n)):
         return Verdict(False, True, f"❌ {title}: {expression} at n = {n} differs from A @ B")
     t4 = specs.get(specs.REFERENCE_GPU)
+    made = make_it_fast.compile_rung(r, make_it_fast.arch_of(t4), counted) if nvrtc.available() else None
+    if made is not None:
+        occ = roofline.occupancy(t4, r.threads, made["shared_bytes"] or 1, made["registers"])
+        if occ.blocks_per_sm < MIN_BLOCKS:
+            return Verdict(False, True, f"❌ {title}: the compiler gives {expression} {made['registers']} registers "
+                                        f"per thread (NVRTC {made['nvrtc']}, sm_75): {r.threads} x {made['registers']} "
+                                        f"= {r.threads * made['registers']:,} of an SM's "
+                                        f"{specs.sm_limits(t4).registers:,}, so a T4's SM holds {occ.blocks_per_sm} "
+                                        f"such block ({occ.limited_by} run out). Keep at least {MIN_BLOCKS}: fewer "
+                                        "threads, or a smaller TM x TN.")
     yours = make_it_fast.gflops(make_it_fast.BIG_N, roofline.predict_kernel(
-        t4, make_it_fast.work(r, counted, t4, counted_at=n)).seconds)
+        t4, make_it_fast.work(r, counted, t4, counted_at=n, made=made)).seconds)
     rung5 = make_it_fast.gflops(make_it_fast.BIG_N, make_it_fast.predict("5", t4).seconds)
     compiled = f", compiled for {' and '.join(nvrtc.TARGET_ARCHS)}" if nvrtc.available() else ""
     shared = (checked[0] + checked[1]) * checked[2] * 4
+    registers = (f" and {made['registers']} registers a thread (NVRTC {made['nvrtc']}, sm_75)" if made else "")
     return Verdict(True, True, f"✅ {title}: {expression} fits ({r.threads} threads, {shared:,} "
-                               f"bytes of shared memory), an SM of a T4 holds {MIN_BLOCKS} or more of its blocks, "
-                               f"and it multiplies right at n = {n} on the CPU executor{compiled}.\n"
+                               f"bytes of shared memory{registers}), an SM of a T4 holds {MIN_BLOCKS} or more of its "
+                               f"blocks, and it multiplies right at n = {n} on the CPU executor{compiled}.\n"
                                f"   Predicted on a T4 at n = {make_it_fast.BIG_N:,}: {yours:,.0f} GFLOP/s (rung 5's "
                                f"128, 128, 8, 8, 8: {rung5:,.0f}). Not checked: how fast it runs (no GPU measured it).")

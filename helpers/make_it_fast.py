@@ -9,15 +9,17 @@ executor; roofline.matmul_dram_bytes is the written-down assumption about them.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import executor, roofline, specs, workloads
+from . import compiled, executor, roofline, specs, workloads
 from .cuda import kernel_source
 from .executor import Counters
 from .validate import positive_int
@@ -156,14 +158,18 @@ def _counts(label: str, n: int) -> Counters:
 
 
 def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BIG_N,
-         counted_at: int = COUNT_N) -> roofline.KernelWork:
+         counted_at: int = COUNT_N, made: dict[str, Any] | None = None) -> roofline.KernelWork:
     """What rung `r` does at n x n on `device`: the executor's counts at `counted_at`, scaled (n³ for loads,
-    shared passes and FLOPs, n² for stores), and the DRAM bytes of the cache model."""
+    shared passes and FLOPs, n² for stores), the DRAM bytes of the cache model, and what the compiler made of it
+    (`made`, as compile_rung gives it; by default the stored facts for the device's architecture, if any)."""
     r.launch(positive_int("n", n))  # a size the rung cannot run has no time
     grow, spread = (n / positive_int("counted_at", counted_at)) ** 3, (n / counted_at) ** 2
     c = counted
     spec = roofline.published_spec(device)
-    occ = roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block)
+    specs.sm_limits(spec)  # a GPU without its SMs on file is refused here, naming those with them
+    made = made if made is not None else built(r.label, arch_of(spec))
+    registers = made["registers"] if made else None
+    occ = roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block, registers)
     resident = occ.blocks_per_sm * spec.sms  # type: ignore[operator]
     return roofline.KernelWork(
         flops=c.flops * grow,
@@ -173,7 +179,123 @@ def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BI
         + c.global_store_requests * spread,
         dram_bytes=roofline.matmul_dram_bytes(n, r.tile, resident, spec.l2_bytes, r.rows_first),
         threads_per_block=c.threads_per_block, shared_bytes_per_block=c.shared_bytes_per_block,
-        sums_per_thread=r.sums_per_thread)
+        sums_per_thread=r.sums_per_thread, registers_per_thread=registers,
+        other_instructions=(made["other_per_fma"] * c.flops * grow / roofline.WARP_FMA_FLOPS
+                            if made and "other_per_fma" in made else None))  # no disassembler: registers alone
+
+
+#: What NVRTC and nvdisasm made of every rung, per architecture (python -m helpers.make_it_fast writes it): stored,
+#: so every machine (a Mac, Colab's CPU runtime) predicts from the same compiled facts, labelled with their versions.
+COMPILED = Path(__file__).resolve().parent / "data" / "sgemm-compiled.json"
+#: The architectures on file: Volta (V100), Turing (T4), Ampere (A100, RTX 30), Ada (L4), Hopper (H100, H200).
+COMPILED_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+#: nvdisasm 13 no longer reads Volta's code: a V100's machine code is read from Turing's, the same instruction
+#: encoding ('We map Turing's instruction space, finding the same encoding as Volta', Jia et al.,
+#: https://arxiv.org/abs/1903.07486); its registers are Volta's own (the assembler's report).
+SASS_STAND_IN = {"sm_70": "sm_75"}
+
+
+def arch_of(spec: specs.DeviceSpec) -> str:
+    """The architecture NVRTC compiles for a GPU spec: compute capability 7.5 is 'sm_75'."""
+    return "sm_" + str(spec.compute_capability).replace(".", "")
+
+
+@cache
+def stored() -> dict[str, Any]:
+    """The stored compiled facts (COMPILED): {"nvrtc", "nvdisasm", "archs": {arch: {rung label: facts}}}."""
+    return json.loads(COMPILED.read_text())
+
+
+def built(label: str, arch: str) -> dict[str, Any] | None:
+    """What the compiler made of rung `label` (its full label, '5 2D block tiling') for `arch` ('sm_75'):
+    registers, spills, shared bytes, the mix, from COMPILED; None for a kernel or an architecture not on file."""
+    if not isinstance(arch, str) or not re.fullmatch(r"sm_\d+", arch):
+        raise ValueError(f"arch must look like 'sm_75' (T4) or 'sm_90' (H100); got {arch!r:.40}")
+    if not isinstance(label, str):
+        raise ValueError(f"label must be a rung's label such as '5 2D block tiling'; got {label!r:.40}")
+    return stored()["archs"].get(arch, {}).get(label)
+
+
+def compile_rung(r: Rung, arch: str, counted: Counters | None = None) -> dict[str, Any]:
+    """Rung `r` (or a tile size of your own: a Rung of sgemm.cu's templates) compiled here for `arch` by NVRTC: its
+    registers, spills and shared bytes, and, where nvdisasm is installed, its machine instructions per multiply-add,
+    each loop weighted by the executor's counts of the same kernel (`counted`; the ladder's own by default)."""
+    names = tuple(dict.fromkeys([*name_expressions(), *([r.kernel] if "<" in r.kernel else [])]))
+    made = compiled.facts(kernel_source(SOURCE), arch, SOURCE, names)[r.kernel]
+    facts = {"registers": made.registers, "spill_stores": made.spill_stores, "spill_loads": made.spill_loads,
+             "shared_bytes": made.shared_bytes, "barriers": made.barriers, "nvrtc": made.nvrtc}
+    if not compiled.disassembles(SASS_STAND_IN.get(arch, arch)):
+        return facts
+    code, found = compiled.loops_of(kernel_source(SOURCE), SASS_STAND_IN.get(arch, arch), r.kernel, SOURCE, names)
+    mix = compiled.weigh(code, found, counted if counted is not None else counts(r.label))
+    return {**facts, "registers": made.registers, "spill_stores": made.spill_stores, "spill_loads": made.spill_loads,
+            "shared_bytes": made.shared_bytes, "barriers": made.barriers, "sass_of": SASS_STAND_IN.get(arch, arch),
+            "step": mix.step, "per_fma": {k: round(v, 6) for k, v in sorted(mix.per_fma.items())},
+            "issued_per_fma": round(mix.issued_per_fma, 6), "other_per_fma": round(mix.other_per_fma, 6),
+            "lds_per_fma": round(mix.lds_per_fma, 6)}
+
+
+#: The kinds a compiled step is shown by: the multiply-adds, shared loads (4 and 16 bytes), global loads, barriers.
+STEP_KINDS = ("FFMA", "LDS", "LDS.128", "LDG", "LDG.128", "BAR")
+
+
+def show_compiled(device: specs.DeviceSpec | str) -> None:
+    """Print what the compiler made of every rung for `device`'s architecture (the stored facts): registers,
+    spills, shared memory, the warps an SM holds with those registers, one step of the hottest loop by kind, and the
+    instructions issued per multiply-add with every loop weighted."""
+    spec = roofline.published_spec(device)
+    arch, data = arch_of(spec), stored()
+    if arch not in data["archs"]:
+        print(f"{spec.name} ({arch}): no compiled facts on file (on file: {', '.join(data['archs'])})")
+        return
+    sass = SASS_STAND_IN.get(arch, arch)
+    print(f"{spec.name}: compiled for {arch} by NVRTC {data['nvrtc']}, machine code read by nvdisasm "
+          f"{data['nvdisasm']}" + (f" from {sass} (the same instructions)" if sass != arch else "") +
+          " (stored in helpers/data/sgemm-compiled.json)")
+    print(f"{'rung':<22}{'registers':>10}{'spills':>7}{'shared B':>9}{'warps/SM':>9}{'instr./FFMA':>12}   "
+          "one step of the hottest loop")
+    for r in RUNGS:
+        f = data["archs"][arch][r.label]
+        counted = counts(r.label)
+        occ = roofline.occupancy(spec, counted.threads_per_block, counted.shared_bytes_per_block, f["registers"])
+        step = ", ".join(f"{f['step'][k]} {k}" for k in STEP_KINDS if f["step"].get(k))
+        other = sum(v for k, v in f["step"].items() if k not in STEP_KINDS)
+        print(f"{r.label:<22}{f['registers']:>10}{f['spill_stores'] + f['spill_loads']:>7}{f['shared_bytes']:>9,}"
+              f"{occ.warps_per_sm:>9}{f['issued_per_fma']:>12.2f}   {step}, {other} other")
+
+
+def compiled_here(device: specs.DeviceSpec | str, label: str) -> str:
+    """One line: rung `label` compiled on this machine for `device`'s architecture just now (NVRTC's version, the
+    registers), or why it cannot be (no NVRTC; no disassembler: registers alone)."""
+    from . import nvrtc
+
+    spec, r = roofline.published_spec(device), rung(label)
+    if not nvrtc.available():
+        return f"NVRTC is missing here, so nothing was compiled: the stored facts above stand. {nvrtc.why()}"
+    made = compile_rung(r, arch_of(spec))
+    line = (f"Compiled here just now by NVRTC {made['nvrtc']} for {arch_of(spec)}: {r.label} uses {made['registers']} "
+            "registers a thread")
+    if "step" not in made:
+        return line + f"; NVIDIA's disassembler is not here, so registers alone ({compiled.INSTALL_HINT})."
+    return line + (f", and one step of its hottest loop issues "
+                   f"{', '.join(f'{v} {k}' for k, v in made['step'].items() if k in STEP_KINDS)}.")
+
+
+def sm_limits_text(device: specs.DeviceSpec | str) -> str:
+    """What one SM of `device` holds (registers, threads, blocks, shared memory), for exercise 3."""
+    spec = roofline.published_spec(device)
+    sm = specs.sm_limits(spec)
+    return (f"An SM of the {spec.name} (compute capability {spec.compute_capability}) holds {sm.registers:,} "
+            f"registers, {sm.max_threads:,} threads ({sm.max_threads // 32} warps), {sm.max_blocks} blocks and "
+            f"{sm.shared_bytes // 1024} KiB of shared memory, shared by the blocks it runs at once.")
+
+
+def compile_ladder() -> dict[str, Any]:
+    """Every rung for every architecture in COMPILED_ARCHS, with the NVRTC and nvdisasm versions that made them."""
+    from . import nvrtc
+
+    return {"nvrtc": nvrtc.version(), "nvdisasm": compiled.disassembler_version(),
+            "archs": {arch: {r.label: compile_rung(r, arch) for r in RUNGS} for arch in COMPILED_ARCHS}}
 
 
 def predict(label: str, device: specs.DeviceSpec | str, n: int = BIG_N) -> roofline.KernelTime:
@@ -260,3 +382,8 @@ def measure(gpu: Any, r: Rung, n: int, kernel: Any) -> Any:
     grid, block = r.launch(n)
     return gpu.measure(lambda: kernel(grid, block, (a, b, c, np.int32(n))), flops=workloads.matmul_flops(n),
                        label=r.label)
+
+
+if __name__ == "__main__":  # python -m helpers.make_it_fast: rewrite the stored compiled facts (needs NVRTC, nvdisasm)
+    COMPILED.write_text(json.dumps(compile_ladder(), indent=1) + "\n")
+    print(f"wrote {COMPILED}")

@@ -319,3 +319,56 @@ def compile_for_targets(source: str, name: str = "kernel.cu",
                         archs: str | tuple[str, ...] = TARGET_ARCHS) -> list[Compiled]:
     """Compile `source` for every architecture in `archs` (the T4's and the H100's by default; one may be a str)."""
     return [compile_source(source, arch, name) for arch in ((archs,) if isinstance(archs, str) else archs)]
+
+
+@dataclass(frozen=True)
+class Build:
+    """What NVRTC made of a source for one architecture: the machine code (cubin), the log of its assembler
+    (`-Xptxas -v`: registers, spills and shared memory per kernel) and each name expression's mangled name."""
+
+    arch: str
+    version: str
+    cubin: bytes
+    log: str
+    lowered: dict[str, str]
+
+
+def build(source: str, arch: str = "sm_75", name: str = "kernel.cu", names: tuple[str, ...] = ()) -> Build:
+    """Compile `source` for `arch` with the assembler's report on (-Xptxas -v) and keep the cubin: what
+    helpers.compiled reads registers and machine instructions from. `names`: template instances to make, as
+    compile_source's name_expressions. Refuses what compile_source refuses; raises CompileError with the log."""
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError(f"source must be a non-empty string of CUDA C to compile; got {type(source).__name__}")
+    refused = refused_include(source)
+    if refused:
+        raise RefusedInclude(name, refused)
+    lib = _lib()
+    check_arch(arch)
+    lib.nvrtcGetLoweredName.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]
+    lib.nvrtcGetLoweredName.restype = ctypes.c_int
+    program = ctypes.c_void_p()
+    _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0, None, None),
+           "create program")
+    try:
+        for expression in names:
+            _check(lib, lib.nvrtcAddNameExpression(program, expression.encode()), f"name expression {expression}")
+        flags = [f"--gpu-architecture={arch}", "-Xptxas", "-v"]
+        status = lib.nvrtcCompileProgram(program, len(flags), (ctypes.c_char_p * len(flags))(*map(str.encode, flags)))
+        size = ctypes.c_size_t()
+        _check(lib, lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)), "log size")
+        text = ctypes.create_string_buffer(size.value)
+        _check(lib, lib.nvrtcGetProgramLog(program, text), "log")
+        log = own_messages(text.value.decode(errors="replace"), _own_files(source, name))
+        if status != 0:
+            raise CompileError(name, arch, log or lib.nvrtcGetErrorString(status).decode())
+        _check(lib, lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "machine code size")
+        cubin = ctypes.create_string_buffer(size.value)
+        _check(lib, lib.nvrtcGetCUBIN(program, cubin), "machine code")
+        lowered = {}
+        for expression in names:
+            mangled = ctypes.c_char_p()
+            _check(lib, lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(mangled)), "lowered name")
+            lowered[expression] = (mangled.value or b"").decode()
+        return Build(arch, version(), cubin.raw, log, lowered)
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(program))

@@ -55,6 +55,9 @@ class Roofs:
     #: cores); None for a published spec. A BLAS built for narrower vectors than the CPU has (AVX2 kernels on an
     #: AVX-512 core) tops out below the roof, so CPU matmul predictions take the lower of the two.
     blas_flops: float | None = None
+    #: The share of its peaks a card's compute reaches at the clock it holds under load (specs.held_clock over the
+    #: clock the peak implies): below 1 for a power-capped T4. Predictions use it; the roofs stay the published peaks.
+    held_share: float = 1.0
 
     @property
     def dtypes(self) -> list[str]:
@@ -128,7 +131,8 @@ def roofs(device: Device) -> Roofs:
         src = f"published: {device.source}"
         compute = tuple(Roof(d, v, "published", src)
                         for d, v in sorted(device.peak_flops.items(), key=lambda kv: -kv[1]))
-        return Roofs(device.name, float(device.peak_bandwidth), "published", src, compute, device.kind)
+        return Roofs(device.name, float(device.peak_bandwidth), "published", src, compute, device.kind,
+                     held_share=held_share(device))
     if isinstance(device, Peak):
         if not device.flops or not device.bandwidth:
             raise ValueError(f"no roofline for {device.device}: {device.source}")
@@ -334,7 +338,7 @@ def _compute_and_memory(r: Roofs, flops: float, nbytes: float, dtype: str | None
                         narrow: bool = False) -> tuple[float, float]:
     """(seconds of arithmetic, seconds of memory traffic) at the efficiency real code reaches on these roofs;
     narrow: the kernel keeps one 4-byte number a thread in flight (NARROW_LOAD_EFFICIENCY, where published)."""
-    rate = r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0)
+    rate = r.roof(dtype).flops * (_constant(MATMUL_EFFICIENCY, r.kind, 1.0) if matmul else 1.0) * r.held_share
     if matmul and r.blas_flops and dtype in (None, "float32"):  # a CPU: its BLAS may not reach the roof
         rate = min(rate, r.blas_flops)
     compute = flops / rate
@@ -735,21 +739,38 @@ L1_LINES_PER_CLOCK = Cost(1, "128-byte lines an SM's L1 cache looks up per clock
                           "'If not all cache lines or sectors can be accessed in a single wavefront, multiple "
                           "wavefronts are created'; assumed: one 128-byte line per wavefront (no NVIDIA document found "
                           "says how many lines one wavefront holds)")
-#: The share of the float32 peak a hand-written CUDA-core kernel reaches at best: its arithmetic term's rate.
-KERNEL_FP32_EFFICIENCY = Cost(0.56, "fraction of the float32 (CUDA-core) peak a hand-written matmul kernel reaches",
-                              "fitted: the fastest hand-written float32 kernels in the worklogs on file, both "
-                              "warp-tiled (so checked against no rung): 21,779.3 GFLOP/s on an RTX A6000, 56% of "
-                              "38.71 TFLOP/s (https://github.com/siboehm/SGEMM_CUDA), and 20.1649 TFLOP/s on an RTX "
-                              "3090, 57% of 35.6 (https://github.com/leimao/CUDA-GEMM-Optimization); a V100's came "
-                              "closer to its peak (13,583.9 of 15,700 GFLOP/s, https://github.com/jhlee508/"
-                              "matmul-cuda), so the share is low there")
+#: The share of an SM's float32 multiply-add slots a compiler-scheduled kernel fills, by compute capability: the
+#: fastest hand-written float32 kernel on file for that architecture that is not a rung of chapter 07 (so no rung
+#: is checked against the row that set it), over its peak at its clock. A 64-lane SM (7.x) starts a warp's FFMA every
+#: other clock, a 128-lane one (8.6, 9.0) every clock, with no slot to spare for a stall.
+FP32_ISSUE_RATE: dict[str, Cost] = {
+    "7.0": Cost(0.865, "share of the float32 peak a compiler-scheduled FFMA stream reaches on a 64-lane SM (Volta)",
+                "fitted, not checked against: a V100's fastest hand-written kernel on file, not a rung (A kept "
+                "row-major in shared memory), 13,583.9 of 15,700 GFLOP/s (https://github.com/jhlee508/matmul-cuda)"),
+    "7.5": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on a T4 (Turing)",
+                "assumed: no hand-written T4 kernel on file; the lower of the two rates on file (8.6's), so a "
+                "hand-written rung is not predicted past cuBLAS on the power-capped T4"),
+    "8.0": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on an A100",
+                "assumed as for 8.6: no hand-written A100 kernel on file"),
+    "8.6": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on a 128-lane SM whose "
+                "half shares its path with integer instructions (GA102)",
+                "fitted, not checked against: the fastest hand-written kernels on file, both warp-tiled (no rung): "
+                "21,779.3 GFLOP/s on an RTX A6000, 56% of 38.71 TFLOP/s (https://github.com/siboehm/SGEMM_CUDA), "
+                "and 20.1649 TFLOP/s on an RTX 3090, 57% of 35.6 (https://github.com/leimao/CUDA-GEMM-Optimization)"),
+    "8.9": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on Ada",
+                "assumed as for 8.6 (the same 128 lanes per SM): no hand-written Ada kernel on file"),
+    "9.0": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on a 128-lane Hopper SM",
+                "assumed as for 8.6 (128 lanes per SM, a warp FFMA every clock): no hand-written H100 or H200 kernel "
+                "outside chapter 07's rungs on file"),
+}
 #: FLOPs a warp's multiply-add instruction does: 32 lanes, a multiply and an add each.
 WARP_FMA_FLOPS = 64
 
 
 @dataclass(frozen=True)
 class KernelWork:
-    """What one launch of a kernel does, counted (chapter 07 counts it on the CPU executor and scales it up)."""
+    """What one launch of a kernel does, counted (chapter 07 counts it on the CPU executor and scales it up), and
+    what the compiler made of it (registers; machine instructions beside the multiply-adds), where known."""
 
     flops: float
     shared_passes: float  # shared-memory wavefronts: requests times the passes each needs (bank conflicts)
@@ -759,7 +780,10 @@ class KernelWork:
     threads_per_block: int
     shared_bytes_per_block: int
     sums_per_thread: int = 1  # independent chains of multiply-adds per thread (its outputs)
-    registers_per_thread: int | None = None  # where known (a GPU's kernel.num_regs); None: not counted
+    registers_per_thread: int | None = None  # from the compiler (helpers.compiled); None: not counted
+    #: Machine instructions the warps issue beside their multiply-adds (address arithmetic, loads, branches), from
+    #: the compiler's machine code (helpers.compiled.Mix); None: only the source's requests are counted.
+    other_instructions: float | None = None
 
 
 @dataclass(frozen=True)
@@ -808,10 +832,33 @@ def occupancy(device: Device, threads_per_block: int, shared_bytes_per_block: in
     return Occupancy(blocks, blocks * warps, sm.max_threads // 32, limited_by)
 
 
-def sm_clock(device: Device) -> float:
+def peak_clock(device: Device) -> float:
     """An SM's clock (Hz) as the published float32 peak implies it: peak / (2 x SMs x float32 lanes per SM)."""
     spec, sm = _gpu_spec(device)
     return spec.peak_flops["float32"] / (2 * spec.sms * sm.fp32_lanes)  # type: ignore[operator]
+
+
+def sm_clock(device: Device) -> float:
+    """The SM clock (Hz) the model runs a GPU at: the one it holds under load where a measurement is on file
+    (specs.held_clock: a power-capped T4), otherwise the clock its published float32 peak implies."""
+    spec, _ = _gpu_spec(device)
+    return spec.held_clock or peak_clock(spec)
+
+
+def held_share(spec: specs.DeviceSpec) -> float:
+    """The held clock over the peak's clock (1.0 where none is on file): the share of its peaks a card reaches."""
+    if not spec.held_clock:
+        return 1.0
+    return spec.held_clock / peak_clock(spec)
+
+
+def fp32_issue_rate(device: Device) -> Cost:
+    """FP32_ISSUE_RATE for the GPU's compute capability (a ValueError naming those on file otherwise)."""
+    spec, _ = _gpu_spec(device)
+    if spec.compute_capability not in FP32_ISSUE_RATE:
+        raise ValueError(f"{spec.name}: no float32 issue rate for compute capability {spec.compute_capability}; on "
+                         f"file: {', '.join(FP32_ISSUE_RATE)}")
+    return FP32_ISSUE_RATE[spec.compute_capability]  # type: ignore[index]
 
 
 @dataclass(frozen=True)
@@ -825,18 +872,25 @@ class KernelTime:
 
     @property
     def bound(self) -> str:
-        """The unit the kernel waits on: the largest term."""
-        return max(self.terms, key=lambda k: self.terms[k])
+        """The unit the kernel waits on: the largest term ("loads + issue" is named by the larger of its two)."""
+        unit = max(self.terms, key=lambda k: self.terms[k])
+        if unit == "loads + issue":
+            return "L1 lines" if self.terms["L1 lines"] >= self.terms["arithmetic"] else "arithmetic"
+        return unit
 
 
 def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
     """Seconds one launch of a kernel takes on the GPU `device` (a published spec), from what it does.
 
-    Each SM's units work side by side, so the slowest sets the time: arithmetic at the share of the float32 peak
-    a hand-written kernel reaches (KERNEL_FP32_EFFICIENCY), one instruction per scheduler per clock, shared memory
-    one pass per clock, the L1 one line per clock, DRAM at MEMORY_EFFICIENCY of its bandwidth; plus the kernel's
-    floor.
-    Too few warps to cover ARITHMETIC_LATENCY stretch the arithmetic and the issue terms.
+    Each SM's units work side by side, so the slowest sets the time, at the SM clock the card holds (sm_clock):
+    - arithmetic: the schedulers (SCHEDULERS, one instruction each per clock). A warp's FFMA takes the float32
+      pipe 128 / (lanes per SM) clocks, stretched by the share of slots real code fills (FP32_ISSUE_RATE); every
+      other machine instruction (work.other_instructions, from the compiler) takes a slot of its own, fitted into
+      the free clocks a 64-lane SM leaves between FFMAs, added on a 128-lane one, which leaves none;
+    - shared memory, one pass per clock; the L1, one 128-byte line per clock; DRAM at MEMORY_EFFICIENCY;
+    - loads + issue: a kernel that multiplies what it just loaded (no reuse in registers or shared memory) waits
+      for its loads before it can issue on, so its L1 time and its arithmetic add.
+    Too few warps to cover ARITHMETIC_LATENCY stretch the arithmetic. Plus the kernel's floor.
     """
     if not isinstance(work, KernelWork):
         raise TypeError(f"work must be a roofline.KernelWork; got {type(work).__name__}")
@@ -845,12 +899,18 @@ def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
     clocks = spec.sms * sm_clock(spec)  # type: ignore[operator]
     needed = SCHEDULERS.value * ARITHMETIC_LATENCY.value
     hidden = min(1.0, occ.warps_per_sm * positive_int("sums_per_thread", work.sums_per_thread) / needed)
-    flops = _amount("flops", work.flops)
+    fmas = _amount("flops", work.flops) / WARP_FMA_FLOPS
+    other = _amount("requests", work.requests) if work.other_instructions is None else _amount(
+        "other_instructions", work.other_instructions)
+    pipe = SCHEDULERS.value * 32 / sm.fp32_lanes  # clocks a scheduler's float32 pipe takes per warp FFMA
+    slots = fmas * pipe / fp32_issue_rate(spec).value + max(0.0, other - fmas * (pipe - 1))
+    arithmetic = slots / (SCHEDULERS.value * clocks) / hidden
+    lines = _amount("global_lines", work.global_lines) / (L1_LINES_PER_CLOCK.value * clocks)
     terms = {
-        "arithmetic": flops / (spec.peak_flops["float32"] * KERNEL_FP32_EFFICIENCY.value) / hidden,
-        "issue": (flops / WARP_FMA_FLOPS + _amount("requests", work.requests)) / (SCHEDULERS.value * clocks) / hidden,
+        "arithmetic": arithmetic,
         "shared memory": _amount("shared_passes", work.shared_passes) / (SHARED_PASSES_PER_CLOCK.value * clocks),
-        "L1 lines": _amount("global_lines", work.global_lines) / (L1_LINES_PER_CLOCK.value * clocks),
+        "L1 lines": lines,
+        "loads + issue": lines + arithmetic if work.shared_passes == 0 else 0.0,
         "DRAM": _amount("dram_bytes", work.dram_bytes) / (spec.peak_bandwidth * MEMORY_EFFICIENCY["gpu"].value),
     }
     return KernelTime(max(terms.values()) + KERNEL_FLOOR["gpu"].value, terms, occ, hidden)

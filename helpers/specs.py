@@ -40,6 +40,10 @@ class DeviceSpec:
     sms: int | None = None
     compute_capability: str | None = None
     sms_source: str = ""
+    #: The SM clock (Hz) the card holds under sustained load where a published measurement shows it below the clock
+    #: its peak implies (a power-capped card), with that measurement; None: it holds the peak's clock.
+    held_clock: float | None = None
+    held_clock_source: str = ""
 
     def peak_for(self, dtype: str) -> float | None:
         """Peak FLOP/s for `dtype` ('float32', 'tf32', 'float16', 'bfloat16'), or None if not published."""
@@ -96,6 +100,19 @@ _A100_SMS = ("6,912 FP32 cores at 64 per SM: 108 SMs (NVIDIA's V100/A100 table, 
              "8.0 (i.e., A100 GPUs)'")
 _H100_SMS = ("'132' SMs, 'Compute capability 9.0' for the H100 SXM5 (NVIDIA, Hopper Architecture In-Depth, table 3, "
              f"{_HOPPER_BLOG})")
+#: No public source gives the H200's SM count: this project's own run on one measured it.
+_H200_SMS = ("measured, not published: CuPy's getDeviceProperties(0) on an NVIDIA H200 read multiProcessorCount 132 "
+             "and compute capability 9.0 (this project's run of 2026-11-28, shared/gpu-runs/h200-2026-11-28: "
+             "'NVIDIA H200 (132 SMs, compute capability 9.0)')")
+#: A free-tier Colab T4's SM clock read during a matmul probe, as published; NVIDIA's forum on why it is low.
+_T4_HELD_CLOCK = ("measured, published: a free-tier Colab T4 'forecast ... (from 2.20 TFLOPS measured on this card @ "
+                  "1185 MHz)', the SM clock nvidia-smi (clocks.sm) read right after 3 x 8 matmuls of 4096 x 4096 "
+                  "(https://github.com/MakazhanAlpamys/Soup/blob/42b1899be64eb1b2a9beadfeb20d9e466138f360/benchmarks/"
+                  "run-t4-colab-free-tier.md); one reading of one card, against the 1,590 MHz the 8.1 TFLOP/s peak "
+                  "implies. Why: 'power capping of the GPU ... to make sure the GPU stays within its stated power "
+                  "limit, which in the case of the T4 is about 70W. It is expected behavior for approximately "
+                  "continuous matrix multiply operations on a T4' (NVIDIA's forum, "
+                  "https://forums.developer.nvidia.com/t/about-gpu-peak-performance/264462)")
 _HOPPER_NO_L2 = ("not published: NVIDIA's {card} pages give no L2 size and no public deviceQuery of this card was "
                  "found, so none is assumed (on the card itself, CuPy's getDeviceProperties(0)['l2CacheSize'] "
                  "reads it)")
@@ -116,6 +133,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         sms_source=("third-party: 'SM count 40', 'CUDA 7.5' (https://sysrqmts.com/en/gpus/nvidia/tesla/t4); NVIDIA's "
                     "T4 datasheet gives 2,560 CUDA cores, and Turing has 64 FP32 cores per SM (CUDA C++ Programming "
                     "Guide)"),
+        held_clock=1185e6, held_clock_source=_T4_HELD_CLOCK,
     ),
     DeviceSpec(
         "NVIDIA L4", "gpu",
@@ -191,6 +209,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         {"float32": 67 * TERA, "tf32": 495 * TERA, "float16": 989 * TERA, "bfloat16": 989 * TERA},
         4800 * GIGA, 141e9, "cloud", "NVIDIA H200 datasheet", aliases=("h200", "h200 sxm"),
         l2_source=_HOPPER_NO_L2.format(card="H200"), urls=(_H200_PAGE,),
+        sms=132, compute_capability="9.0", sms_source=_H200_SMS,
     ),
     DeviceSpec(
         "NVIDIA H200 NVL", "gpu",

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from helpers import choosing, evidence, roofline
+from helpers import choosing, evidence, make_it_fast, roofline
 
 
 def test_every_published_row_is_sourced_and_placed():
@@ -156,3 +156,28 @@ def test_what_was_not_found_is_said_with_what_the_model_does_instead() -> None:
         assert constants or functions, instead
         assert all(hasattr(roofline, name) for name in constants), (instead, constants)
         assert all(hasattr(modules[module], name) for module, name in functions), (instead, functions)
+
+
+def test_every_published_rung_is_within_the_kernel_models_limit_but_the_listed_misses() -> None:
+    checked, _ = evidence.rung_checks()
+    assert len(checked) >= 24
+    for c in checked:
+        miss = evidence.RUNG_MISSES.get(c.row["library"])
+        within = 1 / evidence.RUNG_RATIO_LIMIT <= c.ratio <= evidence.RUNG_RATIO_LIMIT
+        assert within != bool(miss), (c.row["library"], round(c.ratio, 2))  # a listed miss must still miss
+    assert set(evidence.RUNG_MISSES) <= {c.row["library"] for c in checked}
+
+
+def test_no_published_rung_is_left_out_for_its_ratio_and_no_rate_is_fitted_to_a_checked_row() -> None:
+    rows = [r for r in evidence.load() if r["operation"] == "sgemm"]
+    assert not any("outside" in r["model"].get("excluded", "") for r in rows)
+    sources = [r for r in rows if "FP32_ISSUE_RATE" in r["model"].get("source_of", "")]
+    assert {r["device"] for r in sources} == {"NVIDIA A6000 (Ampere)", "NVIDIA GeForce RTX 3090",
+                                              "NVIDIA Tesla V100 32GB"}
+    assert all("op" not in r["model"] for r in sources)  # a row that sets a rate checks nothing
+
+
+def test_rung_3_is_predicted_faster_than_rung_2_wherever_a_worklog_measured_both() -> None:
+    checked, _ = evidence.rung_checks()
+    for spec in {c.row["model"]["spec"] for c in checked}:
+        assert make_it_fast.predict("3", spec).seconds < make_it_fast.predict("2", spec).seconds, spec
