@@ -502,6 +502,108 @@ class GPU:
         return self.predict_seconds(3 * n, CUPY_AXPBY_NUMBERS * 4 * n, copies=copies, launches=CUPY_AXPBY_KERNELS)
 
 
+#: The size chapter 03's matmul kernels are counted at on the CPU executor (a multiple of their 16 x 16 tiles);
+#: a kernel's loads, shared passes and FLOPs grow as n³, so the counts are scaled to the size predicted.
+MATMUL_COUNT_N = 64
+
+
+@cache
+def _matmul_counts(kernel: str) -> Any:
+    """What matmul.cu's `kernel` does at MATMUL_COUNT_N on the executor (checked against NumPy first)."""
+    from . import executor
+
+    n = MATMUL_COUNT_N
+    a, b = workloads.make_inputs("matmul", n, "float32", "numpy")
+    c = np.zeros((n, n), np.float32)
+    blocks = blocks_for(n, MATMUL_TILE)
+    launch = executor.Program(kernel_source("matmul.cu")).launch(kernel, (blocks, blocks), (MATMUL_TILE, MATMUL_TILE),
+                                                                  (a, b, c, np.int32(n)))
+    if not np.allclose(c, a @ b, rtol=1e-4, atol=1e-3):
+        raise AssertionError(f"matmul.cu's {kernel} differs from A @ B at n = {n}")
+    return launch.counters
+
+
+def predict_matmul_kernel(device: str | specs.DeviceSpec, kernel: str, n: int) -> roofline.KernelTime:
+    """Chapter 03's `kernel` of matmul.cu ('matmul_naive' or 'matmul_tiled') at n x n on `device`, priced as chapter
+    07 prices its ladder: the executor's counts scaled to n, the compiler's registers and instructions where NVRTC
+    (and NVIDIA's disassembler) are here, the bytes that reach DRAM by the cache model (the caches serve most of
+    the naive kernel's repeated loads), and roofline.predict_kernel."""
+    if kernel not in ("matmul_naive", "matmul_tiled"):
+        raise ValueError(f"kernel must be 'matmul_naive' or 'matmul_tiled'; got {kernel!r:.40}")
+    spec, n = roofline.published_spec(device), positive_int("n", n)
+    counts = _matmul_counts(kernel)
+    occupancy = roofline.occupancy(spec, counts.threads_per_block, counts.shared_bytes_per_block)
+    dram = roofline.matmul_dram_bytes(n, (MATMUL_TILE, MATMUL_TILE), occupancy.blocks_per_sm * spec.sms,
+                                      spec.l2_bytes)
+    return price_kernel(spec, kernel_source("matmul.cu"), "matmul.cu", kernel, counts, dram, (n / MATMUL_COUNT_N) ** 3)
+
+
+def price_kernel(device: str | specs.DeviceSpec, source: str, file: str, kernel: str, counts: Any, dram_bytes: float,
+            scale: float) -> roofline.KernelTime:
+    """One launch of a kernel of helpers/kernels/`file` priced by roofline.predict_kernel: the executor's counts
+    times `scale`, the compiler's registers and instructions where NVRTC is here (otherwise the source's requests
+    alone, registers not counted)."""
+    from . import compiled
+
+    spec = roofline.published_spec(device)
+    try:
+        work = compiled.kernel_work(counts, spec, source, kernel, dram_bytes=dram_bytes, scale=scale, name=file)
+    except nvrtc.NvrtcUnavailable:
+        work = roofline.KernelWork(
+            flops=counts.flops * scale, shared_passes=counts.shared_wavefronts * scale,
+            global_lines=(counts.global_load_lines + counts.global_store_lines) * scale,
+            requests=(counts.global_load_requests + counts.global_store_requests + counts.shared_load_requests
+                      + counts.shared_store_requests) * scale,
+            dram_bytes=dram_bytes, threads_per_block=counts.threads_per_block,
+            shared_bytes_per_block=counts.shared_bytes_per_block)
+    return roofline.predict_kernel(spec, work)
+
+
+#: The blocks reduce_sum.cu's first launch is counted with on the executor; each thread's share of the array is the
+#: same as at the size priced, so every count grows with the blocks.
+REDUCE_COUNT_BLOCKS = 4
+
+
+@cache
+def _reduce_counts(blocks: int, per_thread: int) -> tuple[Any, Any]:
+    """The executor's counts of reduce_sum.cu's two launches: `blocks` blocks of REDUCE_THREADS threads, each thread
+    adding `per_thread` numbers, then one block adding the `blocks` partial sums (checked against NumPy)."""
+    from . import executor
+
+    n = blocks * REDUCE_THREADS * per_thread
+    x = np.random.default_rng(5).random(n, dtype=np.float32)
+    partial, total = np.zeros(blocks, np.float32), np.zeros(1, np.float32)
+    program = executor.Program(kernel_source("reduce_sum.cu"))
+    first = program.launch("block_sum", (blocks,), (REDUCE_THREADS,), (x, partial, np.int32(n))).counters
+    second = program.launch("block_sum", (1,), (REDUCE_THREADS,), (partial, total, np.int32(blocks))).counters
+    if not np.isclose(total[0], x.sum(dtype=np.float64), rtol=1e-4):
+        raise AssertionError("reduce_sum.cu's two launches differ from NumPy's sum")
+    return first, second
+
+
+def predict_reduce_sum(device: str | specs.DeviceSpec, n: int, blocks: int = 1024) -> float:
+    """Seconds for reduce_sum's two launches over n float32 numbers on `device` (as reduce_sum launches them), by
+    chapter 07's kernel model: the first launch's counts made at REDUCE_COUNT_BLOCKS blocks with the same share
+    per thread, scaled to `blocks`; its array read from DRAM once; the second launch counted as it is."""
+    n, blocks = positive_int("n", n), positive_int("blocks", blocks)
+    blocks = min(blocks, blocks_for(n, REDUCE_THREADS))
+    per_thread = -(-n // (blocks * REDUCE_THREADS))
+    counted = min(blocks, REDUCE_COUNT_BLOCKS)
+    first, second = _reduce_counts(counted, per_thread)
+    source = kernel_source("reduce_sum.cu")
+    busy = (price_kernel(device, source, "reduce_sum.cu", "block_sum", first, 4.0 * n + 4 * blocks,
+                         blocks / counted).seconds
+            + price_kernel(device, source, "reduce_sum.cu", "block_sum", second, 4.0 * blocks + 4, 1.0).seconds)
+    return pipelined(busy, launches=2)
+
+
+def pipelined(device_seconds: float, launches: int = 1) -> float:
+    """A call of `launches` CuPy launches whose kernels keep the GPU busy `device_seconds`, timed as h.benchmark
+    times calls back to back: the host's cost of the launches (OVERHEADS['cupy'] each) hides behind the GPU's
+    work, or the GPU waits for it."""
+    return max(device_seconds, positive_int("launches", launches) * roofline.OVERHEADS["cupy"].value)
+
+
 def matmul_ways(n: int, tile: int = MATMUL_TILE) -> dict[str, tuple[float, bool]]:
     """Chapter 03's three products of n x n float32 matrices: the FLOP per byte of main memory each reaches, and
     whether it is cuBLAS (a tuned matmul: GPU.predict_seconds(..., matmul=True) prices it so, in every place)."""

@@ -315,7 +315,7 @@ def _fusion(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
 
 
 def _matmul_kernels(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
-    """matmul.cu's naive and tiled kernels and cuBLAS, each predicted from its FLOPs per byte of main memory."""
+    """matmul.cu's naive and tiled kernels (priced by chapter 07's kernel model) and cuBLAS (a tuned matmul)."""
     n, tile = sizes.matmul_kernels, cuda.MATMUL_TILE
     flops = workloads.matmul_flops(n)
     runs: list[Callable[[Any, Any], Any]] = [lambda a, b: cuda.matmul_kernel(a, b, "matmul_naive"),
@@ -324,11 +324,20 @@ def _matmul_kernels(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
     def measure(label: str, fn: Callable[[Any, Any], Any]) -> Timing:
         return gpu.measure(fn, *workloads.make_inputs("matmul", n, "float32", "cupy"), flops=flops, label=label)
 
+    kernels = ("matmul_naive", "matmul_tiled", None)  # None: cuBLAS, priced as a tuned matmul
+
+    def predict(intensity: float, kernel: str | None) -> float:
+        if kernel is None:
+            return gpu.predict_seconds(flops, flops / intensity, matmul=True)
+        return cuda.pipelined(cuda.predict_matmul_kernel(gpu.spec, kernel, n).seconds)
+
     return [_case("03", f"matmul: {label}", f"n = {n:,} float32, {intensity:.3g} FLOP/byte", gpu.name, gpu.spec,
-                  f"GPU.predict_seconds(FLOPs, FLOPs / intensity{', matmul=True' if tuned else ''})",
+                  "GPU.predict_seconds(FLOPs, FLOPs / intensity, matmul=True)" if kernel is None else
+                  f"cuda.predict_matmul_kernel({kernel!r}): chapter 07's kernel model",
                   lambda label=label, fn=fn: measure(label, fn),
-                  lambda intensity=intensity, tuned=tuned: gpu.predict_seconds(flops, flops / intensity, matmul=tuned))
-            for (label, (intensity, tuned)), fn in zip(cuda.matmul_ways(n, tile).items(), runs, strict=True)]
+                  lambda intensity=intensity, kernel=kernel: predict(intensity, kernel))
+            for (label, (intensity, _)), fn, kernel in zip(cuda.matmul_ways(n, tile).items(), runs, kernels,
+                                                           strict=True)]
 
 
 def _reductions(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
@@ -344,8 +353,8 @@ def _reductions(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
         _case("03", "sum: cupy.sum", f"n = {n:,} float32", gpu.name, gpu.spec, "GPU.predict_seconds(n, 4 n)",
               lambda: measure(lambda x: x.sum()), lambda: gpu.predict_seconds(n, nbytes)),
         _case("03", "sum: our block_sum kernel, 2 launches", f"n = {n:,} float32", gpu.name, gpu.spec,
-              "GPU.predict_seconds(n, 4 n, launches=2)", lambda: measure(cuda.reduce_sum),
-              lambda: gpu.predict_seconds(n, nbytes, launches=2)),
+              "cuda.predict_reduce_sum: chapter 07's kernel model", lambda: measure(cuda.reduce_sum),
+              lambda: cuda.predict_reduce_sum(gpu.spec, n)),
     ]
 
 
@@ -354,10 +363,10 @@ def _mandelbrot(gpu: cuda.GPU, sizes: Sizes) -> Case:
     width, height = sizes.image
 
     def predict() -> float:
-        return gpu.predict_seconds(mandelbrot.flops(mandelbrot.mandelbrot_gpu(width, height)), width * height * 4)
+        return cuda.pipelined(mandelbrot.predict_gpu(gpu.spec, width, height).seconds)
 
     return _case("03", "Mandelbrot: CUDA kernel", f"{width} x {height} pixels, float32", gpu.name, gpu.spec,
-                 "GPU.predict_seconds(FLOPs of the escape steps, 4 bytes a pixel)",
+                 "mandelbrot.predict_gpu: chapter 07's kernel model",
                  lambda: gpu.measure(mandelbrot.mandelbrot_gpu, width, height, label="CUDA kernel"), predict)
 
 

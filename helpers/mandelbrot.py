@@ -11,6 +11,7 @@ program: for the point c of each pixel, count the steps z -> z*z + c takes to le
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,38 @@ def mandelbrot_gpu(width: int, height: int, box: tuple[float, ...] = BOX, max_st
         (blocks_for(width, 16), blocks_for(height, 16)), (16, 16),
         (counts, np.int32(width), np.int32(height), x0, x1, y0, y1, np.int32(max_steps)))
     return counts
+
+
+#: The image the CUDA kernel is counted at on the CPU executor: the same rectangle of the plane as any image, so the
+#: steps per pixel, and the counts per pixel, are those of a bigger one (a few tenths of a second).
+COUNT_IMAGE = (320, 240)
+
+
+@cache
+def _kernel_counts(max_steps: int, box: tuple[float, ...]) -> Any:
+    """What mandelbrot.cu does over COUNT_IMAGE on the CPU executor."""
+    from . import executor
+    from .cuda import blocks_for, kernel_source
+
+    width, height = COUNT_IMAGE
+    counts = np.zeros((height, width), np.int32)
+    x0, x1, y0, y1 = (np.float32(v) for v in box)
+    return executor.Program(kernel_source("mandelbrot.cu")).launch(
+        "mandelbrot", (blocks_for(width, 16), blocks_for(height, 16)), (16, 16),
+        (counts, np.int32(width), np.int32(height), x0, x1, y0, y1, np.int32(max_steps))).counters
+
+
+def predict_gpu(device: Any, width: int, height: int, max_steps: int = MAX_STEPS, box: tuple[float, ...] = BOX) -> Any:
+    """mandelbrot_gpu's launch on `device` (a GPU spec or its name) by chapter 07's kernel model: what the executor
+    counted over COUNT_IMAGE, scaled by the pixels, a warp paying for its slowest pixel's steps as the executor
+    counts it; the counts written to DRAM once. A roofline.KernelTime."""
+    from .cuda import kernel_source, price_kernel
+
+    _check(width, height, max_steps, box, host_arrays=False)
+    counted = _kernel_counts(int(max_steps), tuple(float(v) for v in box))
+    scale = width * height / (COUNT_IMAGE[0] * COUNT_IMAGE[1])
+    return price_kernel(device, kernel_source("mandelbrot.cu"), "mandelbrot.cu", "mandelbrot", counted,
+                   4.0 * width * height, scale)
 
 
 def flops(counts: Any) -> float:

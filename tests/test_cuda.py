@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda, executor, kernel_checks, nvrtc, roofline, specs, timing
+from helpers import cuda, executor, kernel_checks, nvrtc, roofline, specs, timing, workloads
 from helpers import mandelbrot as mb
 from helpers.executor import cupy_cpu
 
@@ -715,3 +715,29 @@ def test_fusion_signs_name_each_reason_the_numbers_show_and_only_those() -> None
     assert line.startswith("none of these: 3 passes, fused each kept one core busy") and "byte count" in line
     with pytest.raises(ValueError, match="roof_gbps must be a finite number above zero"):
         cuda.fusion_signs([plain], float("nan"))
+
+
+def test_chapter_03s_kernels_priced_by_the_kernel_model_fit_the_h200_run() -> None:
+    """../shared/gpu-runs/h200-2026-11-28: chapter 03 measured the naive matmul kernel at 3.32 ms (the old roofline
+    price, every load from main memory, said 17.9 ms and called 1,200 GFLOP/s an upper limit), the tiled one at
+    2.23 ms, the Mandelbrot kernel at 22.2 µs (the old price: 10 µs); gpu-report measured block_sum at 128 µs."""
+
+    h200 = "NVIDIA H200"
+    for kernel, measured in (("matmul_naive", 3.32e-3), ("matmul_tiled", 2.23e-3)):
+        predicted = cuda.predict_matmul_kernel(h200, kernel, 2048).seconds
+        assert 1 / 1.5 < measured / predicted < 1.5, (kernel, predicted)
+    naive = cuda.predict_matmul_kernel(h200, "matmul_naive", 2048)
+    every_load_from_dram = roofline.attainable(h200, 0.25)  # 1,200 GFLOP/s: what the old chapter called "at most"
+    assert workloads.matmul_flops(2048) / naive.seconds > 2 * every_load_from_dram  # the caches serve the rest
+    assert naive.bound == "L1 lines"
+    assert 1 / 1.5 < 22.2e-6 / cuda.pipelined(mb.predict_gpu(h200, 1280, 960).seconds) < 1.5
+    assert 1 / 2 < 128e-6 / cuda.predict_reduce_sum(h200, 63_000_000) < 2
+
+
+def test_the_kernel_prices_refuse_what_they_cannot_price() -> None:
+    with pytest.raises(ValueError, match="kernel must be 'matmul_naive' or 'matmul_tiled'"):
+        cuda.predict_matmul_kernel("NVIDIA T4", "matmul_fast", 64)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        cuda.predict_reduce_sum("NVIDIA T4", 0)
+    with pytest.raises(ValueError, match="launches must be a positive integer"):
+        cuda.pipelined(1e-3, launches=0)
