@@ -28,7 +28,7 @@ from . import nvrtc, roofline, specs, workloads
 from .backend import backends
 from .cupy_params import C_TYPES, NAME, Param, parse_params
 from .timing import Timing, benchmark, format_seconds
-from .validate import finite, positive_int
+from .validate import finite, flag, positive_int
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
@@ -477,14 +477,17 @@ class GPU:
         return max(at_least, -(-need // 1_000_000) * 1_000_000)
 
     def predict_seconds(self, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
-                        copies: float = 0.0, launches: int = 1, matmul: bool = False) -> float:
+                        copies: float = 0.0, launches: int = 1, matmul: bool = False,
+                        narrow: bool | None = None) -> float:
         """Seconds for `launches` CuPy calls doing this work, timed back to back as h.benchmark times them,
         plus `copies` bytes over the host link (helpers.roofline: the one model). matmul: the work is a tuned
         library matrix product (cuBLAS), whose arithmetic reaches roofline.MATMUL_EFFICIENCY of the roof; otherwise
-        CuPy's own kernels, one element a thread (roofline.NARROW_LOAD_EFFICIENCY, where published)."""
+        CuPy's own kernels, one element a thread (roofline.NARROW_LOAD_EFFICIENCY, where published); narrow=False
+        for a kernel of your own that loads 16 bytes at a time."""
+        narrow = not matmul if narrow is None else flag("narrow", narrow)
         seconds = roofline.predict_seconds(self.spec, flops=flops, bytes=bytes, dtype=dtype,
                                            calls=positive_int("launches", launches), call="cupy", timed="pipelined",
-                                           matmul=matmul, narrow=not matmul)
+                                           matmul=matmul, narrow=narrow)
         if not finite(copies) or copies < 0:
             raise ValueError(f"copies (bytes over the host link) must be a finite number, zero or more, got "
                              f"{copies!r:.40}")

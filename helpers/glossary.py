@@ -168,6 +168,13 @@ TERMS: tuple[Term, ...] = (
          "touching the same memory, at least one of them writing, with nothing ordering them; the result depends "
          "on which gets there first."),
     Term("L2 cache", (r"\bL2\b",), "The GPU's (or CPU's) last cache before main memory, shared by all its cores."),
+    Term("Little's law", (r"(?i)\blittle's law\b",), "What is in flight equals the rate times how long each item "
+         "takes: to keep a memory busy at B bytes a second when a load takes t seconds to come back, B x t bytes "
+         "must be on their way at every moment."),
+    Term("float4", (r"\bfloat4\b",), "CUDA's vector of four floats: one 16-byte load or store moves all four.",
+         code=True),
+    Term("CUDA graph", (r"(?i)\bCUDA graphs?\b",), "A recorded sequence of GPU kernels that the GPU starts one after "
+         "another without waiting for the host: XLA replays a jitted program's kernels so."),
     Term("HBM", (r"\bHBM\d?e?\b",), "High-bandwidth memory: stacked DRAM beside the chip, the main memory of "
          "datacentre GPUs and TPUs (TB/s)."),
     Term("tensor core", (r"(?i)\btensor cores?\b",), "A GPU unit that multiplies small matrix tiles in one step, "

@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import itertools
 import operator
+import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -454,7 +455,7 @@ def benchmark(
     _repeat(run, backend, dtype, warmup, min_repeats, max_repeats)
     result = _timing(run, dtype or run.actual, flops, bytes, n, capped=len(run.samples) < min_repeats)
     _warn_if_suspect(result)
-    _judge_by_calibration(result, fn, args)
+    _judge_by_calibration(result, fn, args, clock)
     return result
 
 
@@ -651,7 +652,8 @@ def _calibrated_work(fn: Callable[..., Any], args: tuple[Any, ...]) -> float | N
     return 2.0 * m * k * n if k == inner and min(m, k, n) >= BUSY_MIN_SIDE else None
 
 
-def _judge_by_calibration(result: Timing, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _judge_by_calibration(result: Timing, fn: Callable[..., Any], args: tuple[Any, ...],
+                          clock: Callable[[], float] = time.perf_counter) -> None:
     """Mark a steady timing of the calibrated work busy when it is far below one core's calibrated rate, and warn
     once per process (a noisy one has its own warning). No calibration in this process: nothing to judge by."""
     global _busy_warned
@@ -664,15 +666,36 @@ def _judge_by_calibration(result: Timing, fn: Callable[..., Any], args: tuple[An
         return
     _busy_warned = True
     rate = flops / result.median
+    cause = _busy_cause(fn, args, flops, rate, clock)
     warnings.warn(f"{result.label}: {rate / 1e9:,.3g} GFLOP/s for a float32 matrix product, {rate / calibrated:.0%} "
                   f"of the {calibrated / 1e9:,.3g} GFLOP/s ONE core reached in the same work when this kernel "
                   "calibrated the CPU (h.hardware()). All the cores together should do at least as well. The samples "
-                  "are steady, so something held the cores the whole time: another program (or work still running "
-                  "in this kernel), or more BLAS threads than free cores (h.threads.describe_blas() says how many). "
-                  "Close other programs or wait for them to finish, or cap the threads with "
-                  "h.threads.limit_blas_threads(k), then rerun. Shown once per kernel: later timings this slow say "
-                  "'busy'.",
+                  f"are steady, so something held the cores the whole time. {cause} "
+                  "Shown once per kernel: later timings this slow say 'busy'.",
                   BusyMachineWarning, stacklevel=3)
+
+
+def _busy_cause(fn: Callable[..., Any], args: tuple[Any, ...], flops: float, rate: float,
+                clock: Callable[[], float]) -> str:
+    """Which of the two usual causes it was, measured: the same product once more with the BLAS on one thread. If
+    that runs several times faster, the BLAS's own threads were fighting for the cores (more of them, with this
+    process's other threads, than free cores: their waiting spins); if not, another program held the cores."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        start = clock()
+        fn(*args)
+        alone = flops / max(clock() - start, 1e-12)
+    threads, cores = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None, os.cpu_count()
+    running = f"this process runs {threads} threads on {cores} CPUs" if threads else f"this machine has {cores} CPUs"
+    if alone > 2 * rate:
+        return (f"Measured: with the BLAS on one thread the same product ran at {alone / 1e9:,.3g} GFLOP/s, "
+                f"{alone / rate:,.0f}x faster, so the BLAS's threads were fighting for the cores ({running}, a "
+                "runtime's such as JAX's among them; h.threads.describe_blas() says how many the BLAS starts). Cap "
+                "them with h.threads.limit_blas_threads(k) for a few fewer than the CPUs, or set "
+                "OPENBLAS_NUM_THREADS=k before Python starts, then rerun.")
+    return (f"Measured: with the BLAS on one thread it ran at {alone / 1e9:,.3g} GFLOP/s, no faster, so another "
+            f"program held the cores ({running}). Close other programs or wait for them to finish, then rerun.")
 
 
 def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20, max_time: float = 30.0,
