@@ -491,7 +491,18 @@ class GPU:
         if not finite(copies) or copies < 0:
             raise ValueError(f"copies (bytes over the host link) must be a finite number, zero or more, got "
                              f"{copies!r:.40}")
-        return seconds + (roofline.predict_copy_seconds(self.spec, copies) if copies else 0.0)
+        return seconds + (self.predict_copy_seconds(copies) if copies else 0.0)
+
+    def predict_copy_seconds(self, nbytes: float, memory: str = "pageable") -> float:
+        """One copy of `nbytes` between the host and this GPU (roofline.predict_copy_seconds); with the GPU here, a
+        pageable copy goes no faster than this host copies memory, measured (h.hardware()'s bandwidth counts the
+        bytes read and written, so a copy moves half of it in data)."""
+        host = None
+        if self.here and memory == "pageable":
+            from .hardware import hardware
+
+            host = float(hardware().cpu.peak_bandwidth.value) / 2
+        return roofline.predict_copy_seconds(self.spec, nbytes, memory=memory, host_bandwidth=host)
 
     def predict_cupy_axpby(self, n: int, copies: float = 0.0) -> float:
         """Roofline seconds for alpha * x + beta * y (n elements) as CuPy runs it: three kernels, 7 numbers each.

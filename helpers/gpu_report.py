@@ -261,11 +261,11 @@ def _copies(gpu: cuda.GPU, sizes: Sizes) -> list[Case]:
     on = (gpu.name, gpu.spec)
     return [
         _case("03", f"host -> GPU, {sizes.copy_mib} MiB", f"{nbytes:,} bytes, one cupy.asarray", *on,
-              "roofline.predict_copy_seconds (pageable NumPy memory)", copy,
-              lambda: roofline.predict_copy_seconds(gpu.spec, nbytes)),
+              "GPU.predict_copy_seconds (pageable NumPy memory, at most the host's copy rate)", copy,
+              lambda: gpu.predict_copy_seconds(nbytes)),
         _case("03", f"host -> GPU, {sizes.copy_mib} MiB, from pinned memory",
               f"{nbytes:,} bytes, cupyx.empty_pinned then .set", *on, "roofline.predict_copy_seconds (pinned)",
-              pinned_copy, lambda: roofline.predict_copy_seconds(gpu.spec, nbytes, memory="pinned")),
+              pinned_copy, lambda: gpu.predict_copy_seconds(nbytes, memory="pinned")),
         _case("03", "axpby, data stays on the GPU", f"n = {n:,} float32, 3 CuPy kernels", *on,
               "GPU.predict_cupy_axpby", stays, lambda: gpu.predict_cupy_axpby(n)),
         _case("03", "axpby, copied in and out every call", f"n = {n:,} float32, x and y in, z out", *on,

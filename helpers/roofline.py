@@ -560,14 +560,19 @@ MEMORIES = ("pageable", "pinned")
 
 
 def predict_copy_seconds(device: Device, bytes: float, *, calls: int = 1, timed: str = "synced",  # noqa: A002
-                         memory: str = "pageable") -> float:
+                         memory: str = "pageable", host_bandwidth: float | None = None) -> float:
     """Seconds to move `bytes` between host memory and `device` in `calls` copies: each a CuPy call plus the link
     (timed="kernel": the transfer alone, as CUDA's bandwidthTest times it), from `memory` (MEMORIES): a NumPy
-    array is pageable, and crosses at PAGEABLE_FRACTION of the pinned rate."""
+    array is pageable, and crosses at PAGEABLE_FRACTION of the pinned rate. host_bandwidth: this host's own copy
+    rate, measured (h.hardware().cpu.peak_bandwidth), for the GPU that is here: a pageable copy is first copied by
+    the host into a pinned buffer, so it goes no faster than that (the H200 run's host, a virtual machine, moved
+    5.7 GB/s, 0.13 of its link's rate, below both published hosts' 0.19 and 0.39)."""
     calls = positive_int("calls", calls)
     overhead = 0.0 if _choice("timed", timed, TIMINGS) == "kernel" else OVERHEADS["cupy"].value
-    rate = host_link(device)[0] * (PAGEABLE_FRACTION.value if _choice("memory", memory, MEMORIES) == "pageable"
-                                   else 1.0)
+    pageable = _choice("memory", memory, MEMORIES) == "pageable"
+    rate = host_link(device)[0] * (PAGEABLE_FRACTION.value if pageable else 1.0)
+    if pageable and host_bandwidth is not None:
+        rate = min(rate, _amount("host_bandwidth", host_bandwidth, positive=True))
     return calls * overhead + _amount("bytes", bytes) / rate
 
 

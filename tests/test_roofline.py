@@ -351,3 +351,16 @@ def test_pallas_blocks_that_do_not_divide_or_a_device_that_is_no_tpu_are_refused
 
 def roofs_of(device: str) -> roofline.Roofs:
     return roofline.roofs(device)
+
+
+def test_a_pageable_copy_goes_no_faster_than_the_host_copies_memory():
+    """The H200 run: 64 MiB from pageable memory took 11.7 ms (the model said 5.53 ms, at 0.27 of a 45 GB/s link);
+    its host's measured copy bandwidth was 13.5 GB/s, read and written, so 6.75 GB/s of data."""
+    nbytes = 64 * 2**20
+    published = roofline.predict_copy_seconds("NVIDIA H200", nbytes)
+    here = roofline.predict_copy_seconds("NVIDIA H200", nbytes, host_bandwidth=13.5e9 / 2)
+    assert 11.7e-3 / published > 2 and 1 / 1.5 < 11.7e-3 / here < 1.5
+    fast_host = roofline.predict_copy_seconds("NVIDIA H200", nbytes, host_bandwidth=1e12)
+    assert fast_host == published  # a host that copies faster than the link leaves the link's rate
+    assert roofline.predict_copy_seconds("NVIDIA H200", nbytes, memory="pinned", host_bandwidth=1e9) == (
+        roofline.predict_copy_seconds("NVIDIA H200", nbytes, memory="pinned"))  # pinned memory is not staged
