@@ -8,7 +8,7 @@ device: the H200 of the recorded run (a virtual machine, 2026-11-28) took 41.5 Â
 the published figures in `roofline.OVERHEADS`.
 
     h.host_calls.numpy_call()        # seconds of one small NumPy call
-    h.host_calls.here(6, 5)          # HostCalls: CuPy's and JAX's per-call cost on the GPU here (None without one)
+    h.host_calls.here(6, 5)          # HostCalls: CuPy's calls by kind and a jitted JAX call, measured here
 """
 
 from __future__ import annotations
@@ -50,27 +50,47 @@ def numpy_call() -> float:
     return _best(batch)
 
 
-def cupy_call() -> float | None:
-    """One small CuPy call on the GPU here (cupy.add of 8 floats into an array made once), calls queued and the GPU
-    waited for once per batch, as a loop of CuPy calls runs: its host cost. None without a GPU CuPy can use."""
+#: The kinds of CuPy call whose host cost differs, each timed on tiny arrays: an elementwise ufunc, a reduction
+#: along an axis, a matrix product (cuBLAS), and an index by an array (a gather).
+CUPY_KINDS = ("elementwise", "reduction", "matmul", "gather")
+
+
+def _cupy_kind_calls(cupy: Any) -> dict[str, Any]:
+    """One tiny call of each of CUPY_KINDS, as a function of no arguments."""
+    m = cupy.ones((8, 8), dtype=cupy.float32)
+    rows, cols = cupy.arange(8), cupy.zeros(8, dtype=cupy.int64)
+    return {"elementwise": lambda: m + m, "reduction": lambda: m.sum(axis=1), "matmul": lambda: m @ m,
+            "gather": lambda: m[rows, cols]}
+
+
+def cupy_calls() -> dict[str, float] | None:
+    """The host cost of one CuPy call of each kind (CUPY_KINDS) on the GPU here, calls queued and the GPU waited for
+    once per batch, as a loop of CuPy calls runs. None without a GPU CuPy can use."""
     if not backends()["cupy"].usable:
         return None
     import cupy
 
-    a = cupy.ones(8, dtype=cupy.float32)
-    out = cupy.empty_like(a)
     stream = cupy.cuda.get_current_stream()
+    costs = {}
+    for kind, call in _cupy_kind_calls(cupy).items():
 
-    def batch() -> float:
-        stream.synchronize()
-        start = time.perf_counter()
-        for _ in range(CALLS):
-            cupy.add(a, a, out=out)
-        stream.synchronize()
-        return time.perf_counter() - start
+        def batch(call: Any = call) -> float:
+            stream.synchronize()
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                call()
+            stream.synchronize()
+            return time.perf_counter() - start
 
-    batch()  # the first call compiles the kernel
-    return _best(batch)
+        batch()  # the first call compiles the kernel
+        costs[kind] = _best(batch)
+    return costs
+
+
+def cupy_call() -> float | None:
+    """One small elementwise CuPy call on the GPU here: its host cost (None without a GPU CuPy can use)."""
+    costs = cupy_calls()
+    return None if costs is None else costs["elementwise"]
 
 
 def jax_call(arrays_in: int, arrays_out: int) -> float:
@@ -104,15 +124,22 @@ def jax_call(arrays_in: int, arrays_out: int) -> float:
 class HostCalls:
     """The per-call host costs measured on this machine for the GPU here, for the model to price that GPU with."""
 
-    cupy: float | None  # seconds per CuPy call (None: CuPy has no GPU here)
+    cupy: dict[str, float] | None  # seconds per CuPy call of each kind (CUPY_KINDS; None: CuPy has no GPU here)
     jax: float  # seconds per jitted JAX call with `arrays` arrays in and out
     arrays: tuple[int, int]  # (in, out) of the measured JAX call
     device: str  # where JAX's calls ran
 
+    def cupy_call(self, kind: str) -> float | None:
+        """The measured cost of a CuPy call of `kind` (one of CUPY_KINDS), or None without a GPU for CuPy."""
+        if kind not in CUPY_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(CUPY_KINDS)}; got {kind!r:.40}")
+        return None if self.cupy is None else self.cupy[kind]
+
     def __str__(self) -> str:
         from .timing import format_seconds
 
-        cupy = "no GPU for CuPy" if self.cupy is None else f"a CuPy call {format_seconds(self.cupy)}"
+        cupy = "no GPU for CuPy" if self.cupy is None else "CuPy calls " + ", ".join(
+            f"{kind} {format_seconds(seconds)}" for kind, seconds in self.cupy.items())
         return (f"measured on this host: {cupy}; a jitted JAX call with {self.arrays[0]} arrays in and "
                 f"{self.arrays[1]} out, on {self.device}, {format_seconds(self.jax)}")
 
@@ -121,5 +148,5 @@ def here(arrays_in: int, arrays_out: int) -> HostCalls:
     """CuPy's and JAX's per-call cost on this host (JAX's for a call with these many arrays in and out)."""
     import jax
 
-    return HostCalls(cupy_call(), jax_call(arrays_in, arrays_out), (arrays_in, arrays_out),
+    return HostCalls(cupy_calls(), jax_call(arrays_in, arrays_out), (arrays_in, arrays_out),
                      str(jax.devices()[0].device_kind))

@@ -546,6 +546,15 @@ def fused_bytes(work: StepWork) -> int:
     return sum(k.bytes for k in work.matmuls) + 2 * work.parameters
 
 
+def cupy_kind(op: str) -> str:
+    """Which of host_calls.CUPY_KINDS the CuPy call of a traced operation is ('matmul', 'add.reduce', 'gather'...)."""
+    if op == "matmul":
+        return "matmul"
+    if op.endswith(".reduce"):
+        return "reduction"
+    return "gather" if op == "gather" else "elementwise"
+
+
 def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps: int, n_in: int = 64,
                   n_out: int = 10, kind: str = "cupy", host_seconds: float | None = None,
                   calls: host_calls.HostCalls | None = None) -> Prediction:
@@ -584,14 +593,19 @@ def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps
         raise TypeError(f"calls must be helpers.host_calls.here(...)'s HostCalls or None; got {type(calls).__name__}")
     moved = work.bytes if kind == "cupy" else fused_bytes(work)
 
-    cupy_cost, jax_cost = (None, None) if measured is None else (measured.cupy, measured.jax)
+    jax_cost = None if measured is None else measured.jax
+
+    def cupy_cost(op: str) -> float | None:
+        """The host's cost of the CuPy call an operation of the step makes: measured here by its kind, or None
+        (the published figure for a small call, roofline.OVERHEADS['cupy'])."""
+        return None if measured is None else measured.cupy_call(cupy_kind(op))
 
     def epoch(scale: int) -> float:
         """Seconds per epoch by the definitions above; scale 0 keeps the fixed costs alone."""
         if kind == "cupy":
             return steps * sum(roofline.predict_seconds(spec, flops=scale * k.flops, bytes=scale * k.bytes,
                                                         call="cupy", timed="pipelined", matmul=k.name == "matmul",
-                                                        call_seconds=cupy_cost, narrow=k.name != "matmul")
+                                                        call_seconds=cupy_cost(k.name), narrow=k.name != "matmul")
                                for k in work.kernels)
         return steps * host + roofline.predict_seconds(
             spec, flops=scale * steps * work.flops, bytes=scale * steps * moved, calls=n_calls,
@@ -1052,6 +1066,6 @@ def summary_table(rows: Sequence[Row]) -> Any:
 
 __all__ = ["KERAS_WIDTHS", "KINDS", "KerasOnDevices", "KerasWidths", "Kernel", "KernelCount", "MEASURED_AS",
            "NOT_KERNELS", "PREDICTED", "Prediction", "Row", "Run", "StepWork", "Sweep", "Trainer", "accelerator",
-           "accuracy", "device_name", "fused_bytes", "keras_cpu_vs_accelerator", "keras_widths", "loss_figure",
-           "predict_epoch", "predictions_report", "samples_per_second", "summary_table", "sweep", "sweep_figure",
-           "sweep_report", "time_epoch", "trace_step", "train", "trainer", "xla_kernels"]
+           "accuracy", "cupy_kind", "device_name", "fused_bytes", "keras_cpu_vs_accelerator", "keras_widths",
+           "loss_figure", "predict_epoch", "predictions_report", "samples_per_second", "summary_table", "sweep",
+           "sweep_figure", "sweep_report", "time_epoch", "trace_step", "train", "trainer", "xla_kernels"]

@@ -220,7 +220,8 @@ def test_fusing_predicts_a_faster_epoch_and_one_jit_per_epoch_wins_where_calls_c
     assert scan.seconds > step.seconds
     # ... while on a host where a call costs 180 µs (the H200 run's), one call per epoch wins by several times, as
     # measured there (8.51 ms an epoch against 1.11 ms).
-    slow_host = host_calls.HostCalls(cupy=10e-6, jax=180e-6, arrays=(6, 5), device="H200")
+    slow_host = host_calls.HostCalls(cupy=dict.fromkeys(host_calls.CUPY_KINDS, 10e-6), jax=180e-6, arrays=(6, 5),
+                                     device="H200")
     step, scan = (training.predict_epoch("NVIDIA H200", 32, 64, 42, kind=kind, calls=slow_host)
                   for kind in ("jax", "jax-scan"))
     assert step.seconds == pytest.approx(42 * 180e-6) and scan.seconds < step.seconds / 4
@@ -530,3 +531,19 @@ def test_keras_by_width_without_an_accelerator_predicts_the_reference_gpu_and_sa
                                        kind="keras", host_seconds=1e-3).seconds for w in (64, 256)]
     assert found.other.tolist() == expected
     assert "against the NVIDIA T4 (PREDICTED)" in str(found) and "the NVIDIA T4 is predicted to win" in str(found)
+
+
+def test_cupys_epoch_on_the_gpu_here_prices_each_operation_by_its_kind_of_call() -> None:
+    """CuPy's reductions, matrix products and gathers cost the host more than a ufunc: with the costs measured here
+    by kind, each of the step's 36 operations pays its own kind's (the H200 run: 28.1 ms an epoch, where 10 µs a
+    call for all of them predicts 15 ms)."""
+    costs = {"elementwise": 10e-6, "reduction": 25e-6, "matmul": 30e-6, "gather": 50e-6}
+    here = host_calls.HostCalls(cupy=costs, jax=180e-6, arrays=(6, 5), device="NVIDIA H200")
+    work = training.trace_step(32)
+    kinds = [training.cupy_kind(k.name) for k in work.kernels]
+    assert kinds.count("matmul") == 5 and kinds.count("reduction") == 5 and kinds.count("gather") == 1
+    predicted = training.predict_epoch("NVIDIA H200", 32, 64, 42, kind="cupy", calls=here)
+    assert predicted.seconds == pytest.approx(42 * sum(costs[kind] for kind in kinds), rel=0.01)
+    assert 1 / 1.5 < 28.1e-3 / predicted.seconds < 1.5
+    with pytest.raises(ValueError, match="kind must be one of elementwise, reduction, matmul, gather"):
+        here.cupy_call("conv")
