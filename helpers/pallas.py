@@ -103,6 +103,10 @@ class Blocks:
     itemsize: int = 2  # bfloat16 inputs and output
     accumulator: bool = True  # a float32 scratch block the kernel sums into (outputs narrower than float32)
 
+    def __post_init__(self) -> None:
+        for name in ("m", "k", "n", "bm", "bk", "bn", "itemsize"):
+            object.__setattr__(self, name, positive_int(name, getattr(self, name)))
+
     @property
     def vmem(self) -> int:
         """Bytes of VMEM: two buffers for each input block and for the output block, and the accumulator."""
@@ -144,9 +148,17 @@ def budget() -> int:
     return Blocks(4096, 4096, 4096, *GUIDE_BLOCKS).vmem
 
 
+def _sides(m: Any, k: Any, n: Any) -> tuple[int, int, int]:
+    """The matrix sides, each checked to be a positive whole number."""
+    return positive_int("m", m), positive_int("k", k), positive_int("n", n)
+
+
 def sweep(m: int, k: int, n: int, device: str = "TPU v5e", sides: Sequence[int] = SIDES) -> list[Blocks]:
     """Every choice of (bm, bk, bn) from `sides` that divides the matrix and fits the budget, fastest first."""
-    m, k, n = (positive_int(name, v) for name, v in (("m", m), ("k", k), ("n", n)))
+    m, k, n = _sides(m, k, n)
+    if isinstance(sides, str | bytes) or not isinstance(sides, Sequence) or not sides:
+        raise ValueError(f"sides must be block sides to choose from, such as {SIDES}; got {sides!r:.60}")
+    sides = [positive_int("sides", side, "a block side") for side in sides]
     found = [Blocks(m, k, n, *b) for b in itertools.product(sides, repeat=3)]
     fitting = [b for b in found if b.problem() is None and b.vmem <= budget()]
     return sorted(fitting, key=lambda b: b.seconds(device))
@@ -159,6 +171,11 @@ def figure(choices: Sequence[Blocks], device: str = "TPU v5e", marked: Blocks | 
     from .style import PREDICTION_COLOUR, colour
     from .style import figure as styled
 
+    if isinstance(choices, str | bytes) or not isinstance(choices, Sequence) or not all(
+            isinstance(b, Blocks) for b in choices):
+        raise ValueError(f"choices must be a list of h.pallas.Blocks, as sweep() returns; got {choices!r:.60}")
+    if marked is not None and not isinstance(marked, Blocks):
+        raise ValueError(f"marked must be one h.pallas.Blocks (or None); got {marked!r:.60}")
     m, k, n = (choices[0].m, choices[0].k, choices[0].n) if choices else (0, 0, 0)
     fig = styled(f"A {m} x {k} x {n} bfloat16 Pallas matmul on a {device}: predicted time by block size")
     fig.add_trace(go.Scatter(
@@ -541,6 +558,7 @@ def _structure_problem(jaxpr: Any, kernel: Callable[..., Any]) -> str | None:
 def check_blocks(choice: Any, m: int = 4096, k: int = 4096, n: int = 4096, device: str = "TPU v5e") -> Verdict:
     """The block exercise: (bm, bk, bn) from SIDES that the model predicts fastest for a bfloat16 (m, k) @ (k, n)
     on `device`, within the VMEM the guide's largest blocks take."""
+    m, k, n = _sides(m, k, n)
     what = f"your blocks for a {m} x {k} x {n} bfloat16 matmul on a {device}"
     if choice is ... or choice is None:
         return _untouched(what)

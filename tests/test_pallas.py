@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
+from test_bad_input import BAD_VALUES
 
 from helpers import pallas
+from helpers.checks import Verdict
 
 
 def kernel(x_ref, y_ref, z_ref, acc_ref):
@@ -238,6 +240,24 @@ def test_an_untouched_exercise_is_not_attempted_and_bad_arguments_say_so():
     assert not pallas.check_fused_matmul(fused(fused_kernel), None).attempted
     wrong = pallas.check_blocked_matmul(blocked(kernel), 5)
     assert wrong.attempted and "pass your two functions themselves" in wrong.message
+
+
+#: What a learner might hand a Pallas check instead of a function: wrong values, and functions of the wrong kind.
+NOT_FUNCTIONS = (*BAD_VALUES, print, len, np.float32, lambda *refs: None, fused_kernel)
+
+
+@pytest.mark.parametrize("check", [pallas.check_blocked_matmul, pallas.check_fused_matmul], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("position", ["matmul", "kernel"])
+def test_whatever_a_learner_hands_a_pallas_check_gets_a_verdict_never_a_tick(check, position, capsys):
+    right = {"matmul": blocked(kernel), "kernel": kernel} if check is pallas.check_blocked_matmul else {
+        "matmul": fused(fused_kernel), "kernel": fused_kernel}
+    for value in NOT_FUNCTIONS:
+        if value is right[position]:
+            continue
+        verdict = check(**{**right, position: value})
+        printed = capsys.readouterr().out
+        assert isinstance(verdict, Verdict) and not verdict.passed, f"{check.__name__} ticked {value!r:.60}"
+        assert printed.rstrip().endswith(verdict.message) and verdict.message[0] in "❌⏳", verdict.message
 
 
 def test_a_kernel_with_the_wrong_arguments_gets_one_line_naming_the_right_ones():
