@@ -122,6 +122,16 @@ class Blocks:
     def steps(self) -> int:
         return roofline.pallas_steps(self.m, self.k, self.n, self.bm, self.bk, self.bn)
 
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        """The chapter's grid: (m // bm, n // bn, k // bk), k last."""
+        return self.m // self.bm, self.n // self.bn, self.k // self.bk
+
+    def __str__(self) -> str:
+        k_steps = self.k // self.bk
+        return (f"({self.m}, {self.k}) @ ({self.k}, {self.n}) in {self.bm} x {self.bk} x {self.bn} blocks "
+                f"({k_steps} k step{'s' if k_steps != 1 else ''})")
+
     def problem(self) -> str | None:
         """Why these blocks cannot run as they are (do not divide, not whole lanes, too big for VMEM), or None."""
         for side, size, block in (("m", self.m, self.bm), ("k", self.k, self.bk), ("n", self.n, self.bn)):
@@ -195,34 +205,12 @@ def figure(choices: Sequence[Blocks], device: str = "TPU v5e", marked: Blocks | 
 # ------------------------------------------------------------------------------------------------ the checks
 
 
-@dataclass(frozen=True)
-class Case:
-    """One shape a check tries: an (m, k) @ (k, n) product in (bm, bk) and (bk, bn) blocks."""
-
-    m: int
-    k: int
-    n: int
-    bm: int
-    bk: int
-    bn: int
-
-    @property
-    def grid(self) -> tuple[int, int, int]:
-        """The chapter's grid: (m // bm, n // bn, k // bk), k last."""
-        return self.m // self.bm, self.n // self.bn, self.k // self.bk
-
-    def __str__(self) -> str:
-        steps = self.k // self.bk
-        return (f"({self.m}, {self.k}) @ ({self.k}, {self.n}) in {self.bm} x {self.bk} x {self.bn} blocks "
-                f"({steps} k step{'s' if steps > 1 else ''})")
-
-
 #: The shapes the checks try: 1, 3, 2 and 5 steps along k (a kernel or a grid that assumes a number of k steps
 #: fails one), unequal sides (a swapped index map shows), several output blocks (an accumulator carried over shows).
-CASES = (Case(128, 128, 256, 128, 128, 128), Case(256, 384, 128, 128, 128, 128), Case(384, 256, 256, 128, 128, 256),
-         Case(256, 640, 128, 128, 128, 128))
+CASES = (Blocks(128, 128, 256, 128, 128, 128), Blocks(256, 384, 128, 128, 128, 128),
+         Blocks(384, 256, 256, 128, 128, 256), Blocks(256, 640, 128, 128, 128, 128))
 #: The shape the kernel alone runs at, behind the check's own BlockSpecs: 2 x 2 output blocks, 3 k steps.
-ALONE = Case(256, 384, 256, 128, 128, 128)
+ALONE = Blocks(256, 384, 256, 128, 128, 128)
 
 
 @dataclass(frozen=True)
@@ -307,7 +295,7 @@ def _run(problem: Callable[[], str | None], exercise: Exercise) -> str | None:
                 "is (bm, bk), y's (bk, bn), z's (bm, bn); grid (m // bm, n // bn, k // bk))")
 
 
-def _inputs(case: Case, bias: bool) -> list[Any]:
+def _inputs(case: Blocks, bias: bool) -> list[Any]:
     """bf16 inputs for `case`: x, y and, for the fused exercise, a (1, n) bias row."""
     import jax.numpy as jnp
 
@@ -317,7 +305,7 @@ def _inputs(case: Case, bias: bool) -> list[Any]:
 
 
 def _call_problem(exercise: Exercise, matmul: Callable[..., Any], kernel: Callable[..., Any],
-                  case: Case) -> str | None:
+                  case: Blocks) -> str | None:
     """Trace the learner's call at `case`, refuse what it must not do, then run it and compare."""
     import jax
 
@@ -344,7 +332,7 @@ def _alone_problem(exercise: Exercise, kernel: Callable[..., Any]) -> str | None
     return f"your kernel, behind the check's own BlockSpecs, {case}: {why}" if why else None
 
 
-def _behind_our_specs(kernel: Callable[..., Any], case: Case, *inputs: Any) -> Any:
+def _behind_our_specs(kernel: Callable[..., Any], case: Blocks, *inputs: Any) -> Any:
     """`kernel` in the chapter's pallas_call, run into an output filled with NaN (aliased), its float32
     accumulator set to NaN on the first grid step."""
     import jax
@@ -373,7 +361,7 @@ def _behind_our_specs(kernel: Callable[..., Any], case: Case, *inputs: Any) -> A
         interpret=interpret())(*inputs, jnp.full((case.m, case.n), jnp.nan, jnp.bfloat16))
 
 
-def _compare(exercise: Exercise, got: Any, case: Case, inputs: list[Any]) -> str | None:
+def _compare(exercise: Exercise, got: Any, case: Blocks, inputs: list[Any]) -> str | None:
     """What is wrong with `got` as the exercise's answer for `inputs`, with a hint at the usual cause, or None."""
     shape = (case.m, case.n)
     if getattr(got, "shape", None) != shape:
@@ -412,7 +400,7 @@ def _tolerance(dtype: np.dtype, x: np.ndarray, y: np.ndarray, bias: np.ndarray |
     return (float(jnp.finfo(dtype).eps) / 2 + 2 * x.shape[1] * FLOAT32_UNIT) * scale
 
 
-def _usual_mistakes(exercise: Exercise, case: Case, x: np.ndarray, y: np.ndarray,
+def _usual_mistakes(exercise: Exercise, case: Blocks, x: np.ndarray, y: np.ndarray,
                     bias: np.ndarray | None) -> Iterator[tuple[np.ndarray, str]]:
     """Wrong answers a learner's kernel often gives, each with what to change."""
     steps = case.k // case.bk

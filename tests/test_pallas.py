@@ -33,18 +33,6 @@ def kernel(x_ref, y_ref, z_ref, acc_ref):
         z_ref[...] = acc_ref[...].astype(z_ref.dtype)
 
 
-def fused_kernel(x_ref, y_ref, b_ref, z_ref, acc_ref):
-    @pl.when(pl.program_id(2) == 0)
-    def _():
-        acc_ref[...] = jnp.zeros_like(acc_ref)
-
-    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-
-    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
-    def _():
-        z_ref[...] = jnp.maximum(acc_ref[...] + b_ref[...].astype(jnp.float32), 0).astype(z_ref.dtype)
-
-
 def never_zeroed(x_ref, y_ref, z_ref, acc_ref):
     acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
 
@@ -114,6 +102,10 @@ def epilogue_kernel(epilogue):
         def _():
             z_ref[...] = epilogue[1](acc_ref[...], b_ref[...].astype(jnp.float32)).astype(z_ref.dtype)
     return body
+
+
+#: The fused exercise's solution: the bias and the ReLU once, on the last k step.
+fused_kernel = epilogue_kernel((lambda acc, b: acc, lambda acc, b: jnp.maximum(acc + b, 0)))
 
 
 def blocked(body, x_map=lambda i, j, kk: (i, kk), k_steps=None, k_last: bool = True):
