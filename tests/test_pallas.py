@@ -299,5 +299,12 @@ def test_the_fastest_blocks_that_fit_pass_and_are_the_guides_size():
     assert pallas.figure(pallas.sweep(4096, 4096, 4096), marked=best).data
 
 
+def test_the_chapters_layer_wants_other_blocks_than_the_guides():
+    """Exercise 4's layer, 4096 x 1024 x 8192: the guide's blocks are not its fastest, so nothing above gives it."""
+    assert pallas.check_blocks((1024, 256, 1024), 4096, 1024, 8192)
+    verdict = pallas.check_blocks((512, 1024, 1024), 4096, 1024, 8192)
+    assert not verdict and "1024 x 256 x 1024 is predicted" in verdict.message
+
+
 def test_the_mode_line_says_how_the_kernel_runs_here():
     assert ("interpret" in pallas.mode()) == pallas.interpret()
