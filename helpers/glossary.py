@@ -202,6 +202,16 @@ TERMS: tuple[Term, ...] = (
          "Pallas kernel's blocks are copied from HBM before it works on them."),
     Term("BlockSpec", (r"\bBlockSpecs?\b",), "In Pallas, the shape of the block a kernel sees of one array, and the "
          "index map from a grid step to that block's position."),
+    Term("ref", (r"\brefs?\b",), "In Pallas, a reference to a block in memory (VMEM on a TPU), not an array: a "
+         "kernel reads it with `x_ref[...]` and writes it with `z_ref[...] = value`."),
+    Term("scratch buffer", (r"(?i)\bscratch\b",), "Memory a kernel gets for its own use, kept from one step of its "
+         "grid to the next and never copied to or from HBM: in Pallas, `scratch_shapes`, such as a float32 "
+         "accumulator in VMEM."),
+    Term("scoped VMEM limit", (r"(?i)\bscoped VMEM\b",), "The VMEM the TPU compiler lets one kernel take (its block "
+         "buffers and its scratch), below what the core has; a Pallas kernel may raise its own with "
+         "`vmem_limit_bytes`."),
+    Term("epilogue", (r"(?i)\bepilogues?\b",), "Work a kernel does on its result before writing it out, such as "
+         "adding a bias and applying a ReLU, so that the result makes no extra trip through memory."),
     Term("vector unit", (r"(?i)\bvector units?\b", r"\bVPU\b"), "The part of a core that does SIMD arithmetic "
          "on short vectors: a CPU core's SIMD units; on a TPU, the unit beside the MXU for elementwise work (adds, "
          "activations), far slower than the MXU."),

@@ -31,7 +31,7 @@ from test_bad_input import (
 )
 from test_cuda import SCALE, SILU, _solution
 
-from helpers import choosing, classroom, cuda, executor, kernel_checks, roofline, specs
+from helpers import choosing, classroom, cuda, executor, kernel_checks, pallas, roofline, specs
 from helpers.__main__ import main
 from helpers.checks import Verdict
 from helpers.executor import cupy_cpu
@@ -135,6 +135,14 @@ SURFACES = [
     Public(choosing.wrong_winners, {"answers": dict.fromkeys(choosing.WINNER_QUIZ, "CPU")},
            bad={"answers": ({k: [] for k in choosing.WINNER_QUIZ}, {k: {} for k in choosing.WINNER_QUIZ},
                             {k: math.nan for k in choosing.WINNER_QUIZ})}),
+    # ---------------------------------------------------------------- chapter 04's Pallas blocks (the model's side)
+    Public(pallas.Blocks, {"m": 4096, "k": 4096, "n": 4096, "bm": 512, "bk": 1024, "bn": 1024}),
+    Public(pallas.sweep, {"m": 1024, "k": 1024, "n": 1024, "device": "TPU v5e", "sides": (128, 256)},
+           bad={"sides": ((0,), "x", (), (128, "256"), (10**30,))}),
+    Public(pallas.check_blocks, {"choice": (512, 1024, 1024), "m": 4096, "k": 4096, "n": 4096,
+                                 "device": "TPU v5e"}, bad={"device": ("NVIDIA T4", "x" * 10**4)}),
+    Public(pallas.figure, {"choices": pallas.sweep(1024, 1024, 1024, sides=(256, 512)), "device": "TPU v5e",
+                           "marked": None}, bad={"choices": ([None], ["x"], "blocks"), "marked": ((512, 1024, 1024),)}),
 ]
 
 
