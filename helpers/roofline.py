@@ -520,7 +520,8 @@ def predict_pallas_matmul_seconds(device: Device, m: int, k: int, n: int, bm: in
     device = _resolved(device)
     r, overhead = _calls(device, JAX_CALL.get(roofs(device).kind, "none"), timed)
     if r.kind != "tpu":
-        raise ValueError(f"a Pallas TPU kernel runs on a TPU; {r.device} is a {r.kind or 'device of unknown kind'}")
+        raise ValueError(f"device must be a TPU: a Pallas TPU kernel runs on a TPU; {r.device} is a "
+                         f"{r.kind or 'device of unknown kind'}")
     for side, block in (("m", (m, bm)), ("k", (k, bk)), ("n", (n, bn))):
         if positive_int(side, block[0]) % positive_int(f"b{side}", block[1]):
             raise ValueError(f"b{side} = {block[1]} does not divide {side} = {block[0]}: the grid would leave the "
