@@ -120,16 +120,20 @@ class Here:
     jax_spec: specs.DeviceSpec | None = None
 
 
-def accelerators() -> Here:
-    """What this machine offers the report; NoAccelerator, saying how to get a GPU or TPU, when it has neither."""
+#: What gpu-report is for, as its error says when there is nothing to measure.
+PURPOSE = "gpu-report records every measurement the chapters make beside its prediction, on a GPU or a TPU"
+
+
+def accelerators(purpose: str = PURPOSE) -> Here:
+    """What this machine offers; NoAccelerator, saying what the command (`purpose`) needs and how to get a GPU or
+    TPU, when it has neither."""
     gpu = cuda.gpu() if cuda.gpu_here() else None
     status = backends()["jax"]
     kind = status.device_kind if status.usable and status.device_kind in ("gpu", "tpu") else None
     if gpu is None and kind is None:
         cupy = backends()["cupy"].detail
         jax = f"JAX runs on the {status.device_kind.upper()}" if status.usable else status.detail
-        raise NoAccelerator(f"no GPU or TPU here (CuPy: {cupy}; {jax}): gpu-report records every measurement the "
-                            "chapters make beside its prediction, on a GPU or a TPU. In Colab: Runtime > Change "
+        raise NoAccelerator(f"no GPU or TPU here (CuPy: {cupy}; {jax}): {purpose}. In Colab: Runtime > Change "
                             "runtime type > T4 GPU (or a TPU) > Save, then run it again")
     if kind is None:
         return Here(gpu, None)

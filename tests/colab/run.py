@@ -56,8 +56,8 @@ VERSIONS = ("import importlib.metadata as m, json; "
             "print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version for d in m.distributions()}))")
 #: The packages whose versions the run names once the environment is built (those installed).
 NAMED = ("jax", "keras", "numpy", "cupy-cuda12x", "jax-cuda12-plugin", "nvidia-cuda-nvrtc-cu12")
-#: The chapters that use CuPy, NVRTC or a GPU, run with the GPU runtime's versions.
-GPU_CHAPTERS = ("03_gpu_cupy.ipynb", "05_training.ipynb", "06_when_to_use_which.ipynb", "07_make_it_fast.ipynb")
+#: The chapters that use CuPy, NVRTC or a GPU (project.Chapter.uses), run with the GPU runtime's versions.
+GPU_CHAPTERS = tuple(chapter.file for chapter in project.chapters_using("GPU"))
 #: Colab's GPU runtime has a GPU and NVIDIA's CUDA libraries (at the versions Google ships with JAX's CUDA plugin);
 #: here there are neither. The plugin's check of those libraries' versions would fail, logging a traceback
 #: ("RuntimeError: Unable to load CUDA. Is it installed?") in the first cell that uses JAX, which no learner on
