@@ -105,7 +105,7 @@ MACHINE_TRACES = re.compile(r"/home/\w|/Users/\w|/root/|[A-Z]:\\Users\\|/tmp/ipy
 
 
 def _array(value: Any) -> np.ndarray | None:
-    """A trace's array (plotly's {'dtype', 'bdata', 'shape'} or a list of numbers), or None for anything else."""
+    """A trace's numbers (plotly's {'dtype', 'bdata', 'shape'} or a list of numbers), or None for anything else."""
     if isinstance(value, dict) and "bdata" in value and "dtype" in value:
         flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]).newbyteorder("<"))
         shape = value.get("shape")
@@ -119,46 +119,61 @@ def _array(value: Any) -> np.ndarray | None:
     return found if found.ndim in (1, 2) else None
 
 
-def _encoded(array: np.ndarray, like: Any) -> Any:
-    """`array` in the form the trace had (`like`): plotly's base64 typed array, or a list."""
-    if isinstance(like, dict):
-        array = np.ascontiguousarray(array, dtype=np.dtype(like["dtype"]).newbyteorder("<"))
-        out = {"dtype": like["dtype"], "bdata": base64.b64encode(array.tobytes()).decode("ascii")}
-        return {**out, "shape": ", ".join(str(n) for n in array.shape)} if array.ndim > 1 else out
-    return array.tolist()
+def _shape(value: Any) -> tuple[int, ...] | None:
+    """The shape of a trace's array (of numbers, or of labels), or None for a value that is not one."""
+    if isinstance(value, dict):
+        found = _array(value)
+        return None if found is None else found.shape
+    if not isinstance(value, list) or not value:
+        return None
+    if all(isinstance(row, list) for row in value) and len({len(row) for row in value}) == 1:
+        return len(value), len(value[0])
+    return None if any(isinstance(v, list | dict) for v in value) else (len(value),)
+
+
+def _every(value: Any, step: int, dims: int) -> Any:
+    """Every `step`-th element of a trace's array (every `step`-th row and column of a 2-D one), in its own form."""
+    if isinstance(value, dict):
+        found = _array(value)
+        array = np.ascontiguousarray(found[::step, ::step] if dims == 2 else found[::step],
+                                     dtype=np.dtype(value["dtype"]).newbyteorder("<"))
+        out = {"dtype": value["dtype"], "bdata": base64.b64encode(array.tobytes()).decode("ascii")}
+        return {**out, "shape": ", ".join(str(n) for n in array.shape)} if "shape" in value else out
+    return [row[::step] for row in value[::step]] if dims == 2 else value[::step]
 
 
 def thin_trace(trace: dict[str, Any], size: int = THINNED_SIZE) -> str | None:
     """Keep every k-th row and column of a trace's 2-D arrays (and the matching x and y), or every k-th point of
-    its 1-D ones, so that no array holds more than `size` numbers; in place. What it did, or None if nothing."""
-    arrays = {key: found for key, value in trace.items() if (found := _array(value)) is not None}
-    grids = [a for a in arrays.values() if a.ndim == 2]
+    its 1-D ones (labels too), so that no array holds more than `size` values; in place. What it did, or None."""
+    shapes = {key: shape for key, value in trace.items() if (shape := _shape(value)) is not None}
+    grids = [shape for shape in shapes.values() if len(shape) == 2]  # a colour scale is one too: the largest counts
     if grids:
-        rows, cols = grids[0].shape
+        rows, cols = max(grids, key=math.prod)
         step = math.ceil(math.sqrt(rows * cols / size))
         if step <= 1:
             return None
-        for key, a in arrays.items():
-            if a.shape == (rows, cols):
-                trace[key] = _encoded(a[::step, ::step], trace[key])
-            elif (key, a.shape) in (("x", (cols,)), ("y", (rows,))):
-                trace[key] = _encoded(a[::step], trace[key])
+        for key, shape in shapes.items():
+            if shape == (rows, cols):
+                trace[key] = _every(trace[key], step, 2)
+            elif (key, shape) in (("x", (cols,)), ("y", (rows,))):
+                trace[key] = _every(trace[key], step, 1)
         for axis in ("x", "y"):  # a grid placed by x0 and dx keeps its coordinates (and its hover text's)
-            if axis not in arrays:
+            if axis not in shapes:
                 trace[f"d{axis}"] = trace.get(f"d{axis}", 1) * step
-        return f"every {step}th row and column of its {rows:,} x {cols:,} grid kept"
-    longest = max((len(a) for a in arrays.values()), default=0)
+        return f"one row and one column in {step} kept of its {rows:,} x {cols:,} grid"
+    longest = max((shape[0] for shape in shapes.values()), default=0)
     step = math.ceil(longest / size)
     if step <= 1:
         return None
-    for key, a in arrays.items():
-        if len(a) == longest:
-            trace[key] = _encoded(a[::step], trace[key])
-    return f"every {step}th of its {longest:,} points kept"
+    for key, shape in shapes.items():
+        if shape == (longest,):
+            trace[key] = _every(trace[key], step, 1)
+    return f"one point in {step} kept of its {longest:,}"
 
 
 def _size(value: Any) -> int:
-    return len(json.dumps(value))
+    """About the bytes `value` takes in a notebook file (nbformat writes one list element a line)."""
+    return len(json.dumps(value, indent=1))
 
 
 def _left_out(output: Any, why: str) -> None:
@@ -244,6 +259,22 @@ class Run:
         issue item it belongs to."""
         path = self.folder / FINDINGS
         return json.loads(path.read_text(encoding="utf-8"))["findings"] if path.is_file() else []
+
+
+def compare(run: Run) -> tuple[list[str], list[str]]:
+    """What `run_checks` finds in each of the run's chapters against the known findings beside it: (new, gone),
+    each one line. New: found, not listed (shown as the findings.json entry to add, once it has its issue item);
+    gone: listed, no longer found (remove it, with the run it was fixed in)."""
+    known = {(k["chapter"], k["cell"], k["rule"], k["text"]) for k in run.known()}
+    found = {(chapter, *finding.key()): finding for chapter in run.chapters()
+             for finding in run_checks.findings(nbformat.read(run.folder / chapter, as_version=4).cells,
+                                                run.devices())}
+    new = [f"{finding}; to list it: " + json.dumps({"chapter": key[0], "cell": key[1], "rule": key[2],
+                                                    "text": key[3], "item": "issue N, item M"}, ensure_ascii=False)
+           for key, finding in found.items() if key not in known]
+    gone = [f"{chapter} cell {cell}: {rule}: {text!r} is listed in {FINDINGS} but no longer found"
+            for chapter, cell, rule, text in sorted(known - set(found))]
+    return new, gone
 
 
 def runs(folder: Path = RUNS) -> list[Run]:
