@@ -69,9 +69,7 @@ def findings(cells: Sequence[Any], devices: Iterable[str] = ()) -> list[Finding]
     accelerators go by (as the chapters print them: 'NVIDIA H200'); none for a run on a CPU."""
     names = tuple(name for name in devices if name)
     found: list[Finding] = []
-    for index, cell in enumerate(cells):
-        if cell.get("cell_type") != "code":
-            continue
+    for index, cell in enumerate(cells):  # a cell without outputs (markdown) has nothing to find
         found += _problems(index, cell) + _warnings(index, cell) + _over_peak(index, cell)
         found += _bounds_beaten(index, cell) + _factors(index, cell)
         found += _predictions_raced(index, cell, names) + _predictions_claimed(index, cell, names)

@@ -25,7 +25,7 @@ import pytest
 from nbformat import NotebookNode
 
 import helpers
-from helpers import claims, project, solutions, upkeep
+from helpers import claims, project, run_checks, solutions, upkeep
 from helpers.solutions import VERDICTS, unpassed_checks, with_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -420,10 +420,12 @@ def test_a_chapter_using_cupy_stops_jax_taking_the_gpus_memory_first(file: str) 
     assert found[0] < first_jax, f"set it before {lines[first_jax][0]}: {lines[first_jax][1].strip()}"
 
 
-def run_with_solutions(file: str) -> None:
+def run_with_solutions(file: str, devices: tuple[str, ...] = ()) -> None:
     """Run chapter `file` top to bottom with every exercise's solution filled in; every check must pass (on
-    whatever this machine has). tests/test_gpu.py calls it on a GPU; CI's Colab-versions run (tests/colab/run.py,
-    TPU image) fills the solutions in with with_solutions and judges them with unpassed_checks, as here."""
+    whatever this machine has), and the run must break none of helpers.run_checks' rules (claims.problems among
+    them; `devices`: the names of the accelerators here, for the rules on their predictions). tests/test_gpu.py
+    calls it on a GPU; CI's Colab-versions run (tests/colab/run.py, TPU image) fills the solutions in with
+    with_solutions and judges them with unpassed_checks and claims.problems, as here."""
     try:
         nb, checks = with_solutions(_stored(file))
     except ValueError as exc:
@@ -432,7 +434,7 @@ def run_with_solutions(file: str) -> None:
         done = upkeep.run_notebook(nb, NOTEBOOKS, timeout=300)
     except upkeep.CellFailed as exc:
         pytest.fail(f"{file} with every solution filled in: {exc}")
-    seen = unpassed_checks(done, checks) + claims.problems(done.cells)
+    seen = unpassed_checks(done, checks) + [str(finding) for finding in run_checks.findings(done.cells, devices)]
     if seen:
         pytest.fail(f"{file} with every solution filled in: {'; '.join(seen)}")
 
@@ -547,6 +549,24 @@ def test_a_chapter_run_with_its_solutions_fails_on_a_claim_that_printed_false(mo
     monkeypatch.setattr(upkeep, "run_notebook", ran)
     with pytest.raises(pytest.fail.Exception, match="claim printed False: JAX and NumPy agree"):
         run_with_solutions(file)
+
+
+def test_a_chapter_run_with_its_solutions_fails_where_a_measurement_beats_a_bound_it_printed(monkeypatch) -> None:
+    """The GPU suite's runs are held to helpers.run_checks: a matmul measured faster than its own 'at most' fails."""
+    file = next(chapter.file for chapter in project.CHAPTERS if chapter.file.startswith("03_"))
+    printed = ("naive kernel, n = 2,048                  17.9 ms                  3.32 ms               0.19x\n"
+               "cuBLAS (a @ b), n = 2,048                347 µs                  374 µs               1.08x\n"
+               "naive kernel: 0.25 FLOP/byte from main memory -> at most 1,200 GFLOP/s on the NVIDIA H200\n")
+
+    def ran(nb: NotebookNode, *args: object, **kwargs: object) -> NotebookNode:
+        for cell in nb.cells:
+            cell["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text="✅ checked\n")]
+        nb.cells[5]["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+        return nb
+
+    monkeypatch.setattr(upkeep, "run_notebook", ran)
+    with pytest.raises(pytest.fail.Exception, match=r"cell 5: bound-beaten: .*5,175 GFLOP/s, over the bound of 1,200"):
+        run_with_solutions(file, devices=("NVIDIA H200",))
 
 
 def test_execute_runs_a_noisy_chapter_again_and_stores_a_quiet_run(
