@@ -306,7 +306,8 @@ def readme(facts: dict[str, Any]) -> str:
     """The run's README: what it is, on what, how it was made, what was thinned, how to check it."""
     f = facts.get("facts", {})
     packages = ", ".join(f"{name} {version}" for name, version in f.get("packages", {}).items())
-    lines = [f"# Chapters as they ran on the {facts['device']['name']} ({facts['device']['kind']}), {facts['date']}", "",
+    device = facts["device"]
+    lines = [f"# Chapters as they ran on the {device['name']} ({device['kind']}), {facts['date']}", "",
              "What a learner with this accelerator saw, cell by cell, each chapter run top to bottom with every "
              "exercise's solution filled in. Read them in the book (`python -m helpers site build DIR`: each GPU "
              "or TPU chapter's page links to its latest recorded run) or in any notebook viewer.", "",
