@@ -256,9 +256,18 @@ class Run:
 
     def known(self) -> list[dict[str, Any]]:
         """The run's known findings (findings.json beside it): each with its chapter, cell, rule, text and the
-        issue item it belongs to."""
+        issue item it belongs to. A ValueError, in one line, for a file that is not such a list."""
         path = self.folder / FINDINGS
-        return json.loads(path.read_text(encoding="utf-8"))["findings"] if path.is_file() else []
+        if not path.is_file():
+            return []
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))["findings"]
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not a findings file ({type(exc).__name__}: {exc})") from None
+        keys = {"chapter", "cell", "rule", "text", "item"}
+        if not isinstance(found, list) or not all(isinstance(f, dict) and keys <= set(f) for f in found):
+            raise ValueError(f"{path}: each finding needs {', '.join(sorted(keys))}")
+        return found
 
 
 def compare(run: Run) -> tuple[list[str], list[str]]:
@@ -287,6 +296,10 @@ def runs(folder: Path = RUNS) -> list[Run]:
             raise ValueError(f"{path}: not a readable JSON file ({exc})") from None
         if not isinstance(facts, dict) or facts.get("kind") != KIND or facts.get("version") != VERSION:
             raise ValueError(f"{path}: not a version {VERSION} recorded run ({PROG} writes them)")
+        device = facts.get("device")
+        if not (isinstance(device, dict) and isinstance(device.get("name"), str) and isinstance(device.get("kind"), str)
+                and isinstance(facts.get("date"), str) and isinstance(facts.get("commit"), str)):
+            raise ValueError(f"{path}: a recorded run names its device (name and kind), date and commit")
         found.append(Run(path.parent, facts))
     return sorted(found, key=lambda run: (run.date, run.folder.name))
 

@@ -221,10 +221,13 @@ def _finding_note(finding: dict[str, Any]) -> dict[str, Any]:
 def recorded_html(run: records.Run, notebook: str, index: int) -> str:
     """`notebook` as it ran in `run`, a page of the book: a banner naming the device, the date and how it was made,
     each finding the checks made in it marked under its cell, and links back to the chapter's stored run."""
-    nb = nbformat.read(run.folder / notebook, as_version=4)
-    known = [k for k in run.known() if k["chapter"] == notebook]
+    try:
+        nb = nbformat.read(run.folder / notebook, as_version=4)
+        known = [k for k in run.known() if k["chapter"] == notebook]
+    except (ValueError, OSError) as exc:  # not a notebook, or a findings.json that is not a list of findings
+        raise ClassroomError(f"{run.folder.name}/{notebook}: cannot be read as a recorded run ({exc})") from None
     for finding in known:
-        if 0 <= finding["cell"] < len(nb.cells):
+        if isinstance(finding["cell"], int) and 0 <= finding["cell"] < len(nb.cells):
             nb.cells[finding["cell"]].setdefault("outputs", []).append(_finding_note(finding))
     interactive(nb, f"{Path(notebook).stem}-{run.folder.name}")
     title = f"{CHAPTERS[index].title}, as it ran on the {run.device} ({run.date})"
@@ -296,7 +299,10 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS, run
     output_folder(folder, force, ROOT, f"inside the repository ({ROOT})", "the site")
     written = [folder / "plotly.min.js"]
     replace_file(written[0], (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
-    latest = {c.file: run for c in CHAPTERS if c.uses and (run := records.latest(c.file, runs)) is not None}
+    try:
+        latest = {c.file: run for c in CHAPTERS if c.uses and (run := records.latest(c.file, runs)) is not None}
+    except ValueError as exc:  # a run.json that is not one
+        raise ClassroomError(str(exc)) from None
     for index, chapter in enumerate(CHAPTERS):
         written.append(folder / _page(chapter.file))
         page = _linked(chapter_html(source / chapter.file, index), chapter.file, latest)

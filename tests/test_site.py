@@ -114,12 +114,18 @@ def test_each_gpu_or_tpu_chapter_links_its_latest_recorded_run_labelled_with_dev
     assert all('class="book-recorded"' not in (book / site._page(file)).read_text() for file in unrecorded)
 
 
-def test_the_book_shows_the_latest_run_of_each_chapter_and_none_without_runs(tmp_path) -> None:
-    source, runs = tmp_path / "notebooks", tmp_path / "runs"  # one-cell chapters: the build takes seconds
+def _one_cell_chapters(tmp_path: Path) -> Path:
+    """A folder of one-cell chapters, so that a book of them builds in seconds."""
+    source = tmp_path / "notebooks"
     source.mkdir()
     for chapter in CHAPTERS:
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(chapter.title)]),
                        source / chapter.file)
+    return source
+
+
+def test_the_book_shows_the_latest_run_of_each_chapter_and_none_without_runs(tmp_path) -> None:
+    source, runs = _one_cell_chapters(tmp_path), tmp_path / "runs"
     first = next(iter(LATEST.values()))
     for date, chapters in (("2030-01-01", ["05_training.ipynb", "07_make_it_fast.ipynb"]),
                            ("2030-02-01", ["07_make_it_fast.ipynb"])):
@@ -139,6 +145,23 @@ def test_the_book_shows_the_latest_run_of_each_chapter_and_none_without_runs(tmp
     bare = {path.name for path in site.build(tmp_path / "bare", source=source, runs=tmp_path / "no-runs")}
     assert not any("nvidia" in name for name in bare)
     assert "Recorded on a real GPU or TPU" not in (tmp_path / "bare" / "index.html").read_text()
+
+
+@pytest.mark.parametrize(("file", "text", "said"), [
+    ("run.json", '{"kind": "loops-to-tpus recorded run", "version": 1}', "names its device (name and kind)"),
+    ("run.json", "{", "not a readable JSON file"),
+    ("findings.json", '{"findings": [{"cell": 3}]}', "each finding needs cell, chapter, item, rule, text"),
+    ("findings.json", "[]", "not a findings file"),
+    ("05_training.ipynb", "not a notebook", "cannot be read as a recorded run"),
+])
+def test_a_broken_recorded_run_stops_the_book_in_one_line(tmp_path, file, text, said) -> None:
+    first = next(iter(LATEST.values()))
+    run = tmp_path / "runs" / first.folder.name
+    shutil.copytree(first.folder, run)
+    (run / file).write_text(text)
+    with pytest.raises(site.ClassroomError, match=re.escape(said)) as raised:
+        site.build(tmp_path / "book", source=_one_cell_chapters(tmp_path), runs=tmp_path / "runs")
+    assert "\n" not in str(raised.value)  # the command prints it as its one line (exit 2)
 
 
 def _notebook(tmp_path: Path, *cells: nbformat.NotebookNode) -> Path:
