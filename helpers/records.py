@@ -43,6 +43,10 @@ FINDINGS = "findings.json"
 PROG = "python -m helpers notebooks record"
 
 
+#: A GPU's serial number as nvidia-smi prints it: it names one card, so no recorded run keeps it.
+SERIAL = r"GPU-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+
+
 class RecordError(Exception):
     """A recording cannot start: the one line says why (exit 2)."""
 
@@ -72,7 +76,7 @@ class Scrubber:
             if len(path) > 1:
                 value = value.replace(path + "/", by + "/").replace(path, by)
         value = re.sub(r"/tmp/ipykernel_\d+/\d+\.py", "<cell>", value)
-        value = re.sub(r"GPU-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", "GPU-<serial>", value)
+        value = re.sub(SERIAL, "GPU-<serial>", value)
         if len(self.host) >= 3:
             value = re.sub(rf"(?<![\w-]){re.escape(self.host)}(?![\w-])", "<host>", value)
         return value
@@ -96,8 +100,7 @@ class Scrubber:
 
 
 #: What no recorded run may carry (tests/test_recorded_runs.py reads the stored files for it).
-MACHINE_TRACES = re.compile(r"/home/\w|/Users/\w|/root/|[A-Z]:\\Users\\|/tmp/ipykernel_|"
-                            r"GPU-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+MACHINE_TRACES = re.compile(rf"/home/\w|/Users/\w|/root/|[A-Z]:\\Users\\|/tmp/ipykernel_|{SERIAL}")
 
 
 # ---------------------------------------------------------------------------------------------------------------

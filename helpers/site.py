@@ -240,7 +240,8 @@ def recorded_html(run: records.Run, notebook: str, index: int) -> str:
               f'{escape(run.device)} ({escape(run.facts["device"]["kind"])}), {escape(run.date)}</strong>, at '
               f'commit {escape(run.facts["commit"])}, every exercise&#39;s solution filled in. '
               f'<a href="{_page(notebook)}">The chapter&#39;s own page</a> shows it as stored, run without a GPU or '
-              f'TPU. ' + (f"The checks of recorded runs found {len(known)} thing(s) in it, marked under their cells "
+              f'TPU. ' + (f"The checks of recorded runs found {len(known)} finding{'s' * (len(known) != 1)} in it, "
+                          "marked under their cells "
                           f"({escape('; '.join(items))}): the chapter has been asked to fix them, and this run "
                           "shows them until it is recorded again." if known else "The checks found nothing in it.")
               + "</div>")
