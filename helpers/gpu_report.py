@@ -10,6 +10,11 @@ median and IQR measured, the seconds predicted, and measured / predicted. The he
 the driver and CUDA versions, the package versions, Python, the helpers' commit and the date. Rows come only for
 the accelerators present: CuPy's when CuPy can use a GPU, JAX's when JAX's default backend is a GPU or a TPU.
 docs/predictions.md lists the rows of every docs/gpu-report-*.json committed (python -m helpers.evidence).
+
+A run streams: each row is printed, and the JSON file rewritten, as soon as it is measured (an interrupted run
+keeps its rows), with how far the run is and about how long is left before each case (helpers.progress). It
+stops beginning cases after DEFAULT_TIME_LIMIT (160 s, --time-limit) and lists those left as not measured, so a
+default run ends within 3 minutes on a GPU like the H200; left_out says what it does not time, and why.
 """
 
 from __future__ import annotations
