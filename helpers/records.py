@@ -327,13 +327,13 @@ def readme(facts: dict[str, Any]) -> str:
              "What a learner with this accelerator saw, cell by cell, each chapter run top to bottom with every "
              "exercise's solution filled in. Read them in the book (`python -m helpers site build DIR`: each GPU "
              "or TPU chapter's page links to its latest recorded run) or in any notebook viewer.", "",
-             "## How they were made", "", f"- {facts['made_by']}",
+             "## How they were made", "", f"- {facts['made_by'].rstrip('.')}.",
              f"- At commit {facts['commit']}" + (" (with uncommitted changes)" if facts.get("changed") else "") + ".",
              f"- Environment variables: {', '.join(f'{k}={v}' for k, v in facts.get('environment', {}).items())}.",
              *(f"- {note}" for note in facts.get("notes", [])),
-             "", "## The machine", "", f"- {facts['device']['name']}; " + "; ".join(
+             "", "## The machine", "", "- " + "; ".join([device["name"], *(
                  f"{key.replace('_', ' ')} {f[key]}" for key in ("nvidia_driver", "cuda_driver", "cuda_runtime")
-                 if f.get(key)), f"- Python {f.get('python', '?')}; {packages or 'packages not recorded'}.",
+                 if f.get(key))]) + ".", f"- Python {f.get('python', '?')}; {packages or 'packages not recorded'}.",
              *([f"- {f['host']}."] if f.get("host") else []), "",
              "## The chapters", ""]
     for file, chapter in facts["chapters"].items():
