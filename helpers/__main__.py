@@ -54,14 +54,19 @@ def _positive_int(text: str) -> int:
 MAX_BUDGET = 60.0
 
 
-def _positive_seconds(text: str) -> float:
+def _positive_seconds(text: str, most: float = MAX_BUDGET) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and 0 < value <= MAX_BUDGET):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds between 0 and {MAX_BUDGET:g}")
+    if not (math.isfinite(value) and 0 < value <= most):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds between 0 and {most:g}")
     return value
+
+
+def _time_limit(text: str) -> float:
+    """A run's time limit: seconds, up to a day."""
+    return _positive_seconds(text, most=86_400)
 
 
 def _backend_list(text: str) -> list[str]:
@@ -167,19 +172,24 @@ def build_parser() -> Parser:
 
 
 def _gpu_report_parser(sub: argparse._SubParsersAction) -> None:
-    """gpu-report [--json PATH] [--quick] [--budget SECONDS]."""
-    from .gpu_report import DEFAULT_BUDGET, QUICK_BUDGET
+    """gpu-report [--json PATH] [--quick] [--budget SECONDS] [--time-limit SECONDS]."""
+    from .gpu_report import DEFAULT_BUDGET, DEFAULT_TIME_LIMIT, QUICK_BUDGET
 
     report = sub.add_parser(
         "gpu-report", help="on a GPU or TPU: every measurement the chapters make, beside its prediction",
-        description="On a GPU or a TPU, run every measurement chapters 03 to 06 set beside a prediction, at the "
+        description="On a GPU or a TPU, run every measurement chapters 03 to 07 set beside a prediction, at the "
                     "chapters' sizes, and print measured beside predicted with the device, driver and package "
                     "versions; --json also writes them (commit it as docs/gpu-report-<device>-<date>.json and run "
-                    "python -m helpers.evidence). Progress goes to stderr, the table to stdout.")
+                    "python -m helpers.evidence). Each row is printed, and the JSON file rewritten, as soon as it "
+                    "is measured, so an interrupted run keeps what it measured. Progress (how far, about how long "
+                    "is left) goes to stderr, the table to stdout.")
     report.add_argument("--json", type=_output_path, metavar="PATH", help="also write the report as JSON")
     report.add_argument("--quick", action="store_true", help="smaller sizes and budget: a smoke test, not a record")
     report.add_argument("--budget", type=_positive_seconds, metavar="SECONDS",
                         help=f"timing budget per measurement (default {DEFAULT_BUDGET:g}, --quick {QUICK_BUDGET:g})")
+    report.add_argument("--time-limit", type=_time_limit, metavar="SECONDS", default=DEFAULT_TIME_LIMIT,
+                        help=f"measure for at most this long; the cases left are listed as not measured (default "
+                             f"{DEFAULT_TIME_LIMIT:g})")
     report.set_defaults(parser=report)
 
 
@@ -302,31 +312,43 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _gpu_report(args: argparse.Namespace) -> int:
-    """Measure on the GPU or TPU here (exit 1, one line, when there is none: no file is written), print, write."""
+    """Measure on the GPU or TPU here (exit 1, one line, when there is none: no file is written), each row printed
+    and the JSON file rewritten as it is measured; an interrupted run keeps its rows (exit 130)."""
     from . import gpu_report
 
     prog = args.parser.prog
     sizes, budget = (gpu_report.QUICK, gpu_report.QUICK_BUDGET) if args.quick else (gpu_report.CHAPTER_SIZES,
                                                                                    gpu_report.DEFAULT_BUDGET)
     try:
-        report = gpu_report.run(sizes, args.budget or budget, progress=sys.stderr)
+        report = gpu_report.run(sizes, args.budget or budget, progress=sys.stderr, table=sys.stdout,
+                                json_path=args.json, time_limit_s=args.time_limit)
     except gpu_report.NoAccelerator as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
-    print(report)
+    except KeyboardInterrupt:
+        kept = f"; {args.json} holds every row measured before it" if args.json and os.path.exists(args.json) else ""
+        print(f"{prog}: interrupted{kept}", file=sys.stderr)
+        return 130
+    except OSError as exc:  # the JSON file could not be written after a row
+        return _unwritten(prog, args.json, exc)
+    print("\n".join(report.footer()))
     if not report.rows:
-        print(f"{prog}: error: no measurement succeeded (see 'not measured' above); nothing written", file=sys.stderr)
+        print(f"{prog}: error: no measurement succeeded (see 'not measured' above)", file=sys.stderr)
         return 1
     if args.json:
         try:
-            with open(args.json, "w", encoding="utf-8") as f:
-                f.write(report.to_json())
+            gpu_report.write(args.json, report)
         except OSError as exc:
-            print(f"{prog}: error: cannot write {args.json!r}: {exc.strerror or exc} (the results are in the table "
-                  "above)", file=sys.stderr)
-            return 1
+            return _unwritten(prog, args.json, exc)
         print(f"wrote {args.json}; {gpu_report.next_step(args.json, report)}")
     return 0
+
+
+def _unwritten(prog: str, path: str, exc: OSError) -> int:
+    """Say that the report file could not be written (its rows are in the table printed); exit status 1."""
+    print(f"{prog}: error: cannot write {path!r}: {exc.strerror or exc} (the results are in the table above)",
+          file=sys.stderr)
+    return 1
 
 
 def _same_file(a: str, b: str) -> bool:

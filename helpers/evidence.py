@@ -391,6 +391,10 @@ def _report_lines(name: str, data: dict[str, Any]) -> list[str]:
             f"{_cell(r['model'])} ({_cell(r['spec'])}) |" for r in rows]
     out += [f"- not measured: chapter {s['chapter']}, {_cell(s['label'])} ({_cell(s['work'])}): {_cell(s['why'])}"
             for s in data.get("skipped", [])]
+    out += [f"- left out: {_cell(note)}" for note in settings.get("left_out", [])]
+    if settings.get("complete") is False:  # the file a run writes after every case, kept when it was interrupted
+        out.append(f"- interrupted: {len(rows) + len(data.get('skipped', []))} of {settings.get('cases', '?')} "
+                   "cases run")
     return [*out, ""]
 
 

@@ -10,6 +10,11 @@ median and IQR measured, the seconds predicted, and measured / predicted. The he
 the driver and CUDA versions, the package versions, Python, the helpers' commit and the date. Rows come only for
 the accelerators present: CuPy's when CuPy can use a GPU, JAX's when JAX's default backend is a GPU or a TPU.
 docs/predictions.md lists the rows of every docs/gpu-report-*.json committed (python -m helpers.evidence).
+
+A run streams: each row is printed, and the JSON file rewritten, as soon as it is measured (an interrupted run
+keeps its rows), with how far the run is and about how long is left before each case (helpers.progress). It
+stops beginning cases after DEFAULT_TIME_LIMIT (160 s, --time-limit) and lists those left as not measured, so a
+default run ends within 3 minutes on a GPU like the H200; left_out says what it does not time, and why.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,7 +38,10 @@ import numpy as np
 
 from . import cuda, mandelbrot, mlp, roofline, specs, workloads
 from .backend import backends, to_backend
+from .files import replace_file
 from .hardware import hardware, jax_matmul_roof, where_we_run
+from .limits import TimeLimitExceeded, time_limit
+from .progress import Progress
 from .timing import Timing, benchmark, format_seconds, set_timing_budget, spread_shown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +78,11 @@ class Sizes:
     steps: tuple[int, ...]  # ch06 N_STEPS: the recurrence by jax.lax.scan and associative_scan
     batches: tuple[int, ...]  # ch06 BATCHES: the 64-64-10 network's jitted forward pass
     ladder: int  # ch07 BIG (make_it_fast.BIG_N): every rung of the SGEMM ladder
+    #: The most steps the report times jax.lax.scan for. A scan's steps run one after another, so its time grows in
+    #: proportion to n and a smaller n gives the same cost per step: on the H200 of 2026-11-28, 100,000 steps took
+    #: 1.42 s a call (chapter 06's recorded run), over 10 s for one measurement of 7 calls, and the report was cut
+    #: off there. Chapter 06 times its largest n itself; the report says which n it left out (left_out).
+    longest_scan: int = 10_000
 
 
 CHAPTER_SIZES = Sizes(
@@ -120,16 +134,20 @@ class Here:
     jax_spec: specs.DeviceSpec | None = None
 
 
-def accelerators() -> Here:
-    """What this machine offers the report; NoAccelerator, saying how to get a GPU or TPU, when it has neither."""
+#: What gpu-report is for, as its error says when there is nothing to measure.
+PURPOSE = "gpu-report records every measurement the chapters make beside its prediction, on a GPU or a TPU"
+
+
+def accelerators(purpose: str = PURPOSE) -> Here:
+    """What this machine offers; NoAccelerator, saying what the command (`purpose`) needs and how to get a GPU or
+    TPU, when it has neither."""
     gpu = cuda.gpu() if cuda.gpu_here() else None
     status = backends()["jax"]
     kind = status.device_kind if status.usable and status.device_kind in ("gpu", "tpu") else None
     if gpu is None and kind is None:
         cupy = backends()["cupy"].detail
         jax = f"JAX runs on the {status.device_kind.upper()}" if status.usable else status.detail
-        raise NoAccelerator(f"no GPU or TPU here (CuPy: {cupy}; {jax}): gpu-report records every measurement the "
-                            "chapters make beside its prediction, on a GPU or a TPU. In Colab: Runtime > Change "
+        raise NoAccelerator(f"no GPU or TPU here (CuPy: {cupy}; {jax}): {purpose}. In Colab: Runtime > Change "
                             "runtime type > T4 GPU (or a TPU) > Save, then run it again")
     if kind is None:
         return Here(gpu, None)
@@ -570,7 +588,7 @@ def chapter06(here: Here, sizes: Sizes) -> list[Case]:
                    "choosing.predict_recurrence" + (" (a lower bound)" if choosing.is_lower_bound(spec.name, method)
                                                     else ""), lambda m=method, n=n: recurrence(m, n),
                    lambda m=method, n=n: choosing.predict_recurrence(spec.name, n, m))
-             for method in methods for n in sizes.steps]
+             for method in methods for n in sizes.steps if method != "scan" or n <= sizes.longest_scan]
     return cases + [_case("06", f"inference: batch {b:,}", f"64-64-10 forward pass, a batch of {b:,}, float32", name,
                           spec, "choosing.predict_inference (pipelined; a TPU's: the slow end of its range)",
                           lambda b=b: inference(b),
@@ -578,7 +596,15 @@ def chapter06(here: Here, sizes: Sizes) -> list[Case]:
                     for b in sizes.batches]
 
 
-#: Every chapter's cases, in the order they run; each gives none when its accelerator is not here.
+def left_out(here: Here, sizes: Sizes) -> list[str]:
+    """The chapters' measurements the report leaves out at these sizes, each with why."""
+    if here.jax_spec is None:
+        return []
+    return [f"ch06 recurrence: scan, n = {n:,}: a scan's steps run one after another, so its time grows in "
+            f"proportion to n; n = {sizes.longest_scan:,} gives the same cost per step in a tenth of the time or "
+            "less (chapter 06 times it)" for n in sizes.steps if n > sizes.longest_scan]
+
+
 def chapter07(here: Here, sizes: Sizes) -> list[Case]:
     """Every rung of chapter 07's SGEMM ladder at its size, beside roofline.predict_kernel's time for it."""
     if here.gpu is None:
@@ -595,6 +621,7 @@ def chapter07(here: Here, sizes: Sizes) -> list[Case]:
             for r in make_it_fast.RUNGS]
 
 
+#: Every chapter's cases, in the order they run; each gives none when its accelerator is not here.
 CHAPTERS: dict[str, Callable[[Here, Sizes], list[Case]]] = {
     "03": chapter03, "04": chapter04, "05": chapter05, "06": chapter06, "07": chapter07}
 
@@ -688,17 +715,21 @@ def facts(here: Here) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Report:
-    """What a run measured: its facts, its rows, the cases that could not be measured (and why), its settings."""
+    """What a run measured: its facts, its rows, the cases that could not be measured (and why), its settings, and
+    how long each case took (wall_s, by chapter and label)."""
 
     facts: dict[str, Any]
     rows: list[Row]
     skipped: list[dict[str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    wall_s: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
-        """The whole report as plain data for the JSON file."""
-        return {"kind": KIND, "version": VERSION, "facts": self.facts, "settings": self.settings,
-                "rows": [row.as_json() for row in self.rows], "skipped": self.skipped}
+        """The whole report as plain data for the JSON file (each row with the seconds its case took)."""
+        rows = [{**row.as_json(), **({"wall_s": round(self.wall_s[key], 3)} if (key := (row.chapter, row.label))
+                                     in self.wall_s else {})} for row in self.rows]
+        return {"kind": KIND, "version": VERSION, "facts": self.facts, "settings": self.settings, "rows": rows,
+                "skipped": self.skipped}
 
     def to_json(self) -> str:
         """as_json() as strict JSON text (no NaN)."""
@@ -716,20 +747,41 @@ class Report:
                 f"{cuda_text or 'no CUDA'}; Python {f['python']}; helpers {commit}",
                 "packages: " + ", ".join(f"{k} {v}" for k, v in f["packages"].items())]
 
-    def __str__(self) -> str:
-        width = max((len(f"{r.label} ({r.work})") for r in self.rows), default=20) + 2
-        lines = [*self.header(), "",
-                 f"ch  {'measurement':<{width}}{'predicted':>11}{'measured':>11}{'± IQR':>8}{'measured/predicted':>20}"]
-        for r in self.rows:
-            lines.append(f"{r.chapter:<4}{r.label + ' (' + r.work + ')':<{width}}{format_seconds(r.predicted):>11}"
-                         f"{format_seconds(r.timing.median):>11}{r.timing.spread:>8.0%}{r.ratio:>19.2f}x"
-                         + capped_note(r.timing))
-        lines += [f"not measured: ch{s['chapter']} {s['label']}: {s['why']}" for s in self.skipped]
+    def footer(self) -> list[str]:
+        """What was not measured (and why), and the range of the ratios."""
+        lines = [skipped_line(s) for s in self.skipped]
+        lines += [f"left out: {note}" for note in self.settings.get("left_out", [])]
         if self.rows:
             ratios = [r.ratio for r in self.rows]
             lines.append(f"{len(self.rows)} row{'s' * (len(self.rows) > 1)}; measured/predicted from "
                          f"{min(ratios):.2f} to {max(ratios):.2f}")
-        return "\n".join(lines)
+        return lines
+
+    def __str__(self) -> str:
+        width = table_width(self.rows)
+        return "\n".join([*self.header(), "", table_head(width), *(row_line(r, width) for r in self.rows),
+                          *self.footer()])
+
+
+def table_width(found: list[Case] | list[Row]) -> int:
+    """The width of the table's measurement column for these cases (or rows)."""
+    return max((len(f"{r.label} ({r.work})") for r in found), default=20) + 2
+
+
+def table_head(width: int) -> str:
+    """The table's column heads."""
+    return f"ch  {'measurement':<{width}}{'predicted':>11}{'measured':>11}{'± IQR':>8}{'measured/predicted':>20}"
+
+
+def row_line(r: Row, width: int) -> str:
+    """One row of the table, saying when max_time capped its timing."""
+    return (f"{r.chapter:<4}{r.label + ' (' + r.work + ')':<{width}}{format_seconds(r.predicted):>11}"
+            f"{format_seconds(r.timing.median):>11}{r.timing.spread:>8.0%}{r.ratio:>19.2f}x" + capped_note(r.timing))
+
+
+def skipped_line(s: dict[str, str]) -> str:
+    """A case that was not measured, and why."""
+    return f"not measured: ch{s['chapter']} {s['label']}: {s['why']}"
 
 
 def cases(here: Here, sizes: Sizes = CHAPTER_SIZES) -> list[Case]:
@@ -750,45 +802,106 @@ def _free_gpu_memory() -> None:
         pool().free_all_blocks()
 
 
-def measure_all(todo: list[Case], say: Callable[..., None]) -> tuple[list[Row], list[dict[str, str]]]:
-    """Run every case: its row, or, when it fails (out of memory, too slow, ...), why, so the others still run."""
-    rows, skipped = [], []
+#: The longest one case may take, first call and data included: a guard against a case that hangs, not a cap on a
+#: measurement (each timing has its own max_time and says when it capped it).
+CASE_LIMIT = 60.0
+#: How long a default run may take, set-up included, before the cases left are listed as not measured: with
+#: LAST_CASE_GRACE for a case begun just before it, the run ends within 3 minutes; --time-limit changes it.
+DEFAULT_TIME_LIMIT, LAST_CASE_GRACE = 160.0, 15.0
+
+
+def _measure(case: Case, seconds: float) -> Row:
+    """The case's row, within `seconds` (TimeLimitExceeded past it)."""
+    with time_limit(seconds, f"ch{case.chapter} {case.label}"):
+        return case.run()
+
+
+def measure_all(todo: list[Case], say: Callable[..., None], budget: float = DEFAULT_BUDGET,
+                time_limit_s: float | None = None, on_case: Callable[[Report], None] | None = None,
+                clock: Callable[[], float] = time.perf_counter) -> Report:
+    """Run every case: its row, or, when it fails (out of memory, too slow, ...), why, so the others still run;
+    the rows, the cases not measured and each case's seconds, as a Report without facts. Before each case, `say`
+    gets how far the run is and about how long is left; after each, `on_case` gets the report so far. Once
+    `time_limit_s` is spent, the cases left are listed as not measured, saying so; a case begun before then gets
+    at most LAST_CASE_GRACE seconds beyond it."""
+    progress, partial = Progress(len(todo), budget, time_limit_s, clock), Report({}, [], [])
     with spread_shown():  # every row records its spread
-        for i, case in enumerate(todo, 1):
-            say(f"[{i}/{len(todo)}] ch{case.chapter} {case.label} ({case.work}) ... ", end="")
+        for case in todo:
+            if progress.out_of_time():
+                partial.skipped.append(_skipped(case, f"the report's time limit of {time_limit_s:g} s was spent "
+                                                      "before it began (--time-limit SECONDS gives more)"))
+                progress.done(0.0)
+                continue
+            say(f"{progress.line()} ch{case.chapter} {case.label} ({case.work}) ... ", end="")
+            began = clock()
+            cap = CASE_LIMIT if time_limit_s is None else min(
+                CASE_LIMIT, time_limit_s - progress.elapsed() + LAST_CASE_GRACE)
             try:
-                row = case.run()
-            except Exception as exc:  # noqa: BLE001 - one case failing must not lose the others: recorded with why
-                skipped.append({"chapter": case.chapter, "label": case.label, "work": case.work,
-                                "why": _one_line(exc)})
+                row = _measure(case, cap)
+            except (Exception, TimeLimitExceeded) as exc:  # noqa: BLE001 - one case failing must not lose the others
+                partial.skipped.append(_skipped(case, _one_line(exc)))
                 say(f"not measured: {_one_line(exc)}")
             else:
-                rows.append(row)
+                partial.rows.append(row)
                 say(f"{format_seconds(row.timing.median)} (predicted {format_seconds(row.predicted)})"
                     + capped_note(row.timing))
             finally:
                 _free_gpu_memory()
-    return rows, skipped
+            partial.wall_s[(case.chapter, case.label)] = clock() - began
+            progress.done(clock() - began)
+            if on_case is not None:
+                on_case(partial)
+    return partial
 
 
-def run(sizes: Sizes = CHAPTER_SIZES, budget: float = DEFAULT_BUDGET, progress: TextIO | None = None) -> Report:
-    """Measure every case for the accelerators here, progress lines to `progress`; NoAccelerator before anything
-    runs when there is neither a GPU CuPy can use nor JAX on a GPU or TPU."""
+def _skipped(case: Case, why: str) -> dict[str, str]:
+    return {"chapter": case.chapter, "label": case.label, "work": case.work, "why": why}
+
+
+def run(sizes: Sizes = CHAPTER_SIZES, budget: float = DEFAULT_BUDGET, progress: TextIO | None = None,
+        table: TextIO | None = None, json_path: str | None = None, time_limit_s: float | None = None) -> Report:
+    """Measure every case for the accelerators here; NoAccelerator before anything runs when there is neither a
+    GPU CuPy can use nor JAX on a GPU or TPU. As it goes: progress lines (how far, about how long left) to
+    `progress`; the table's header, then each row as it is measured, to `table`; the report so far rewritten to
+    `json_path` after every case, so an interrupted run keeps what it measured ('complete' says whether it ran
+    through). Cases not begun within `time_limit_s` seconds are listed as not measured."""
+    began = time.perf_counter()  # the time limit counts the set-up (JAX and CuPy starting, the cases' data) too
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts: leave CuPy its share
     here = accelerators()
 
-    def say(text: str, end: str = "\n") -> None:
-        if progress is not None:
-            print(text, end=end, file=progress, flush=True)
+    def say(text: str, end: str = "\n", to: TextIO | None = progress) -> None:
+        if to is not None:
+            print(text, end=end, file=to, flush=True)
 
+    todo, about = cases(here, sizes), facts(here)
+    settings = {"sizes": "chapters" if sizes == CHAPTER_SIZES else "quick" if sizes == QUICK else "other",
+                "budget_s": budget, "time_limit_s": time_limit_s, "cases": len(todo),
+                "left_out": left_out(here, sizes), "complete": False}
+    width, printed = table_width(todo), [0, 0]
+
+    def on_case(partial: Report) -> None:
+        for row in partial.rows[printed[0]:]:
+            say(row_line(row, width), to=table)
+        for skipped in partial.skipped[printed[1]:]:
+            say(skipped_line(skipped), to=table)
+        printed[:] = [len(partial.rows), len(partial.skipped)]
+        if json_path is not None:
+            write(json_path, Report(about, partial.rows, partial.skipped, settings, partial.wall_s))
+
+    for line in [*Report(about, []).header(), "", table_head(width)]:
+        say(line, to=table)
     old = set_timing_budget(budget)
     try:
-        rows, skipped = measure_all(cases(here, sizes), say)
+        left = None if time_limit_s is None else max(time_limit_s - (time.perf_counter() - began), 0.0)
+        measured = measure_all(todo, say, budget, left, on_case)
     finally:
         set_timing_budget(old)
-    settings = {"sizes": "chapters" if sizes == CHAPTER_SIZES else "quick" if sizes == QUICK else "other",
-                "budget_s": budget}
-    return Report(facts(here), rows, skipped, settings)
+    return Report(about, measured.rows, measured.skipped, {**settings, "complete": True}, measured.wall_s)
+
+
+def write(path: str, report: Report) -> None:
+    """The report as JSON at `path`, a new file put in place (a link there is replaced, never written through)."""
+    replace_file(Path(path), report.to_json().encode("utf-8"))
 
 
 def suggested_name(report: Report) -> str:

@@ -24,6 +24,13 @@ class Chapter:
     promise: str  # one line: what the learner gets
     minutes: int  # estimated time to work through it
     accelerator: str | None = None  # "GPU" or "TPU": the Colab runtime the notebook asks for
+    also_on: tuple[str, ...] = ()  # other accelerators it measures on when one is present (chapter 06: a GPU)
+
+    @property
+    def uses(self) -> tuple[str, ...]:
+        """Every accelerator ("GPU", "TPU") whose measurements the chapter shows when it is present: its Colab
+        runtime's and `also_on`. The GPU suite, the Colab GPU image and `notebooks record` run these chapters."""
+        return tuple(dict.fromkeys(((self.accelerator,) if self.accelerator else ()) + self.also_on))
 
 
 CHAPTERS: tuple[Chapter, ...] = (
@@ -45,11 +52,16 @@ CHAPTERS: tuple[Chapter, ...] = (
             45, "GPU"),
     Chapter("06_when_to_use_which.ipynb", "When to use which",
             "Where accelerators lose: chains of steps, branches, small work, copies and serial parts; "
-            "predict the winner and the bill.", 45),
+            "predict the winner and the bill.", 45, also_on=("GPU",)),
     Chapter("07_make_it_fast.ipynb", "Make it fast",
             "Advanced, after 03: a matmul kernel from naive to register-blocked, explained by counting what each warp "
             "does, predicted for real GPUs and measured against cuBLAS.", 60, "GPU"),
 )
+
+
+def chapters_using(accelerator: str) -> tuple[Chapter, ...]:
+    """The chapters that measure on `accelerator` ("GPU" or "TPU") when it is present (Chapter.uses)."""
+    return tuple(chapter for chapter in CHAPTERS if accelerator in chapter.uses)
 
 
 def github_path(notebook: str) -> str:

@@ -21,7 +21,7 @@ from latex2mathml.converter import convert
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
-from . import glossary
+from . import glossary, records
 from .files import OutputError as ClassroomError
 from .files import output_folder, replace_file
 from .project import CHAPTERS
@@ -177,14 +177,14 @@ def _text_page(title: str, markdown: str, nav: str) -> str:
     return _with_nav(_export(nb, title), STYLE, nav)
 
 
-def index_html() -> str:
-    """The chapter map, as the book's first page."""
+def index_html(recorded: str = "") -> str:
+    """The chapter map, as the book's first page (with `recorded`, the list of recorded runs, under it)."""
     rows = "".join(f'<tr><td>{c.file[:2]}</td><td><a href="{_page(c.file)}">{escape(c.title)}</a></td>'
                    f"<td>{escape(c.promise)}</td><td>{c.minutes} min</td></tr>" for c in CHAPTERS)
     return _text_page("From Loops to TPUs", (
         "<h1>From Loops to TPUs</h1><p>Why GPUs and TPUs make deep learning fast, measured. This book shows every "
         "chapter as it was last run on the authors' machine; open the notebooks to measure yours.</p>"
-        f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>"
+        f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>{recorded}"
         '<p>Teaching with it? <a href="teaching.html">The teacher guide</a>. A word you do not know? '
         '<a href="glossary.html">The glossary</a>.</p>'), _nav(-1))
 
@@ -201,9 +201,96 @@ def glossary_html() -> str:
     return _text_page("Glossary", f"<h1>Glossary</h1>{entries}", _nav())
 
 
-def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> list[Path]:
+def recorded_page(notebook: str, run: records.Run) -> str:
+    """The page of `notebook` as it ran in the recorded `run`: '03_gpu_cupy-nvidia-h200-2026-11-28.html'."""
+    return f"{notebook.removesuffix('.ipynb')}-{run.folder.name}.html"
+
+
+RECORDED = ("<style>.book-recorded{font-family:sans-serif;margin:12px 16px;padding:10px 16px;border-left:4px solid "
+            "#b35c00;background:#fff6ec}.book-finding{font-family:sans-serif;margin:6px 0 6px "
+            "var(--jp-cell-prompt-width);padding:6px 10px;border-left:4px solid #c0392b;background:#fdecea}</style>")
+
+
+def _finding_note(finding: dict[str, Any]) -> dict[str, Any]:
+    """An output that marks, under a cell of a recorded run, what the checks found in it and the issue item."""
+    html = (f'<div class="book-finding">&#9888; Found by the checks of recorded runs ({escape(finding["rule"])}, '
+            f'{escape(finding["item"])}): &ldquo;{escape(finding["text"])}&rdquo;</div>')
+    return nbformat.v4.new_output("display_data", data={"text/html": html})
+
+
+def recorded_html(run: records.Run, notebook: str, index: int) -> str:
+    """`notebook` as it ran in `run`, a page of the book: a banner naming the device, the date and how it was made,
+    each finding the checks made in it marked under its cell, and links back to the chapter's stored run."""
+    try:
+        nb = nbformat.read(run.folder / notebook, as_version=4)
+        known = [k for k in run.known() if k["chapter"] == notebook]
+    except (ValueError, OSError) as exc:  # not a notebook, or a findings.json that is not a list of findings
+        raise ClassroomError(f"{run.folder.name}/{notebook}: cannot be read as a recorded run ({exc})") from None
+    for finding in known:
+        if isinstance(finding["cell"], int) and 0 <= finding["cell"] < len(nb.cells):
+            nb.cells[finding["cell"]].setdefault("outputs", []).append(_finding_note(finding))
+    interactive(nb, f"{Path(notebook).stem}-{run.folder.name}")
+    title = f"{CHAPTERS[index].title}, as it ran on the {run.device} ({run.date})"
+    try:
+        body = _export(nb, title, draw_math=True)
+    except UnrenderableMath as exc:
+        raise ClassroomError(f"{run.folder.name}/{notebook}: {exc}") from exc
+    items = sorted({k["item"] for k in known})
+    banner = (f'<div class="book-recorded"><strong>A recorded run: chapter {notebook[:2]} as it ran on the '
+              f'{escape(run.device)} ({escape(run.facts["device"]["kind"])}), {escape(run.date)}</strong>, at '
+              f'commit {escape(run.facts["commit"])}, every exercise&#39;s solution filled in. '
+              f'<a href="{_page(notebook)}">The chapter&#39;s own page</a> shows it as stored, run without a GPU or '
+              f'TPU. ' + (f"The checks of recorded runs found {len(known)} finding{'s' * (len(known) != 1)} in it, "
+                          "marked under their cells "
+                          f"({escape('; '.join(items))}): the chapter has been asked to fix them, and this run "
+                          "shows them until it is recorded again." if known else "The checks found nothing in it.")
+              + "</div>")
+    return _with_banner(_with_nav(body, f'<script src="plotly.min.js"></script>{STYLE}{RECORDED}', _nav(index)),
+                        banner)
+
+
+def _with_banner(page: str, banner: str) -> str:
+    """`page` with `banner` under its first navigation bar."""
+    at = page.find("</nav>") + len("</nav>")
+    return page[:at] + banner + page[at:]
+
+
+def _linked(page: str, notebook: str, latest: dict[str, records.Run]) -> str:
+    """A chapter's page, with a banner linking its latest recorded run when `latest` has one."""
+    run = latest.get(notebook)
+    if run is None:
+        return page
+    return _with_banner(page.replace("</head>", RECORDED + "</head>", 1), (
+        f'<div class="book-recorded">This chapter on a real {escape(run.facts["device"]["kind"])}: '
+        f'<a href="{recorded_page(notebook, run)}">as it ran on the {escape(run.device)}, {escape(run.date)}</a> '
+        "(a recorded run). This page is the stored run, made on a machine without one.</div>"))
+
+
+def _recorded_pages(folder: Path, latest: dict[str, records.Run]) -> list[Path]:
+    """Write each chapter's latest recorded run as a page into `folder`; the files written."""
+    written = []
+    for notebook, run in latest.items():
+        written.append(folder / recorded_page(notebook, run))
+        index = next(i for i, c in enumerate(CHAPTERS) if c.file == notebook)
+        replace_file(written[-1], recorded_html(run, notebook, index).encode("utf-8"))
+    return written
+
+
+def recorded_index(latest: dict[str, records.Run]) -> str:
+    """The index's list of recorded runs, one link per chapter, labelled with the device and the date."""
+    if not latest:
+        return ""
+    items = "".join(f'<li><a href="{recorded_page(c.file, run)}">{c.file[:2]} {escape(c.title)}: as it ran on the '
+                    f"{escape(run.device)}, {escape(run.date)}</a></li>"
+                    for c in CHAPTERS if (run := latest.get(c.file)) is not None)
+    return f"<h2>Recorded on a real GPU or TPU</h2><p>What these chapters do on the accelerator they use:</p><ul>" \
+           f"{items}</ul>"
+
+
+def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS, runs: Path = records.RUNS) -> list[Path]:
     """Write the book into `folder`; returns the files written. Refuses the repository's own folders, and a
-    folder that is not empty unless `force`; a link in `folder` where a page goes is replaced, never followed."""
+    folder that is not empty unless `force`; a link in `folder` where a page goes is replaced, never followed.
+    Each GPU or TPU chapter with a recorded run under `runs` also gets its latest run as a page of its own."""
     import plotly
 
     folder = Path(folder)
@@ -213,11 +300,17 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> 
     output_folder(folder, force, ROOT, f"inside the repository ({ROOT})", "the site")
     written = [folder / "plotly.min.js"]
     replace_file(written[0], (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
+    try:
+        latest = {c.file: run for c in CHAPTERS if c.uses and (run := records.latest(c.file, runs)) is not None}
+    except ValueError as exc:  # a run.json that is not one
+        raise ClassroomError(str(exc)) from None
     for index, chapter in enumerate(CHAPTERS):
         written.append(folder / _page(chapter.file))
-        replace_file(written[-1], chapter_html(source / chapter.file, index).encode("utf-8"))
-    pages = (("index.html", index_html()), ("teaching.html", guide_html(GUIDE.read_text("utf-8"))),
-             ("glossary.html", glossary_html()))
+        page = _linked(chapter_html(source / chapter.file, index), chapter.file, latest)
+        replace_file(written[-1], page.encode("utf-8"))
+    written += _recorded_pages(folder, latest)
+    pages = (("index.html", index_html(recorded_index(latest))),
+             ("teaching.html", guide_html(GUIDE.read_text("utf-8"))), ("glossary.html", glossary_html()))
     for name, html in pages:
         written.append(folder / name)
         replace_file(written[-1], html.encode("utf-8"))

@@ -4,6 +4,8 @@
     python -m helpers notebooks check                   # one line per thing out of step; exit 1 if any
     python -m helpers notebooks execute [NOTEBOOK ...]  # sync, run top to bottom here, store the outputs (with a
                                                         # PNG beside every figure: needs kaleido and Chromium)
+    python -m helpers notebooks record [NOTEBOOK ...]   # on a GPU or TPU: store the chapters that use it, as they
+                                                        # ran there, in docs/runs/ (helpers.records)
 
 Cell 0 (tagged `header`) and cell 1 (tagged `setup`) and the notebook metadata belong to this module; every other
 cell is the author's and is kept as it is, outputs included, less volatile metadata (execution timings). Needs the
@@ -38,7 +40,8 @@ from .timing import BusyMachineWarning, NoisyTimingWarning
 #: The repository root; main() works on the notebooks and README.md under it.
 ROOT = Path(__file__).resolve().parent.parent
 CELL_TIMEOUT = 300  # seconds a cell may run under `execute`, as in the test suite
-USAGE = "usage: python -m helpers notebooks {sync [NOTEBOOK ...] | check | execute [NOTEBOOK ...]}"
+USAGE = ("usage: python -m helpers notebooks {sync [NOTEBOOK ...] | check | execute [NOTEBOOK ...] | "
+         "record [NOTEBOOK ...] [--force]}")
 FIX = "run: python -m helpers notebooks sync"
 
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
@@ -481,7 +484,7 @@ def main(argv: list[str]) -> int:
     if argv in (["-h"], ["--help"]):
         print(USAGE)
         return 0
-    if not argv or argv[0] not in ("sync", "check", "execute") or (argv[0] == "check" and len(argv) > 1):
+    if not argv or argv[0] not in ("sync", "check", "execute", "record") or (argv[0] == "check" and len(argv) > 1):
         print(USAGE, file=sys.stderr)
         return 2
     command, names = argv[0], argv[1:]
@@ -489,6 +492,10 @@ def main(argv: list[str]) -> int:
         print(f"python -m helpers notebooks works on a clone of the repository, with the package installed "
               f"editable (pip install -e '.[dev]'); {ROOT} is not one", file=sys.stderr)
         return 2
+    if command == "record":
+        from .records import main as record
+
+        return record(names)
     if command == "check":
         found = problems(ROOT)
         print("\n".join(found) if found else "notebooks in step")

@@ -17,9 +17,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from test_notebooks import with_solutions
 
 from helpers import claims, project, upkeep
+from helpers.solutions import with_solutions
 
 COLAB = Path(__file__).resolve().parent / "colab"
 ROOT = COLAB.parents[1]

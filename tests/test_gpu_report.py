@@ -161,9 +161,9 @@ def full_run(tmp_path_factory):
             fake.emulations[r.kernel] = _matmul_into_c
         mp.setattr(gpu_report, "QUICK", TINY)
         mp.setattr(gpu_report, "TRAINING", dataclasses.replace(gpu_report.TRAINING, wide=64))  # one shape: quicker
-        try:
+        try:  # a time limit a machine 4x slower than this one reaches the last case within
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(["gpu-report", "--json", str(path), "--quick", "--budget", "0.01"])
+                code = main(["gpu-report", "--json", str(path), "--quick", "--budget", "0.01", "--time-limit", "3600"])
         finally:
             hardware_module.hardware.cache_clear()
             cuda.raw_kernel.cache_clear()
@@ -175,9 +175,10 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     data = json.loads(full_run.path.read_text(encoding="utf-8"))  # strict JSON: no NaN anywhere
     assert data["kind"] == gpu_report.KIND and data["version"] == gpu_report.VERSION
     assert data["skipped"] == [], data["skipped"]
-    assert data["settings"] == {"sizes": "quick", "budget_s": 0.01}
-    rows = data["rows"]
+    assert data["settings"] == {"sizes": "quick", "budget_s": 0.01, "time_limit_s": 3600,
+                                "cases": len(rows := data["rows"]), "left_out": [], "complete": True}
     assert {r["chapter"] for r in rows} == {"03", "04", "05", "06", "07"}
+    assert all(r["wall_s"] >= r["measured_s"] for r in rows)  # each case's own seconds, for the next run's plan
     assert len({(r["chapter"], r["label"]) for r in rows}) == len(rows)  # every measurement once
     for r in rows:
         assert r["predicted_s"] > 0 and r["measured_s"] > 0 and r["iqr_s"] >= 0, r
@@ -265,8 +266,8 @@ def test_the_command_prints_the_table_and_where_the_file_goes(full_run) -> None:
                         "python -m helpers.evidence\n")
     assert gpu_report.next_step(str(ROOT / "docs" / name), report) == (
         "commit it and run python -m helpers.evidence: docs/predictions.md then lists its rows")
-    assert re.search(r"^\[1/\d+\] ch03 host -> GPU, 1 MiB .*\.\.\. .*\(predicted .*\)( +capped: .*)?$", full_run.err,
-                     re.M)
+    assert re.search(r"^\[1/\d+, 0:\d\d so far, about \d+:\d\d left\] ch03 host -> GPU, 1 MiB .*\.\.\. .*"
+                     r"\(predicted .*\)( +capped: .*)?$", full_run.err, re.M)
 
 
 def test_the_page_lists_the_reports_rows_as_measured_by_this_project(full_run, tmp_path) -> None:
@@ -281,6 +282,15 @@ def test_the_page_lists_the_reports_rows_as_measured_by_this_project(full_run, t
         assert f"| {r['chapter']} | {r['label']} | {r['work']} | " in section
         assert f" | {r['ratio']:.2f} | " in section
     assert f"{len(rows)} rows; ratios from" in section
+
+
+def test_the_page_says_when_a_report_was_interrupted_and_what_it_left_out(full_run, tmp_path) -> None:
+    data = json.loads(full_run.path.read_text())
+    data["settings"].update(complete=False, cases=99, left_out=["ch06 recurrence: scan, n = 100,000: why"])
+    (tmp_path / "gpu-report-tesla-t4-2030-01-01.json").write_text(json.dumps(data))
+    text = evidence.page(reports=evidence.load_reports(tmp_path))
+    assert f"- interrupted: {len(data['rows'])} of 99 cases run" in text
+    assert "- left out: ch06 recurrence: scan, n = 100,000: why" in text
 
 
 def test_without_a_gpu_or_tpu_it_says_what_it_is_for_and_writes_nothing(monkeypatch, fresh_caches, tmp_path,
@@ -302,7 +312,9 @@ def test_bad_arguments_are_refused_before_anything_runs(monkeypatch, capsys, tmp
     monkeypatch.setattr(gpu_report, "run", lambda *a, **k: pytest.fail("ran"))
     for argv, message in ((["--budget", "0"], "argument --budget: '0' is not a number of seconds"),
                           (["--json", str(tmp_path / "no" / "x.json")], "does not exist"),
-                          (["--size", "3"], "unrecognized arguments: --size 3 (accepted: --help, --json, --quick")):
+                          (["--size", "3"], "unrecognized arguments: --size 3 (accepted: --help, --json, --quick"),
+                          (["--time-limit", "-5"], "argument --time-limit: '-5' is not a number of seconds between 0 "
+                                                   "and 86400")):
         assert main(["gpu-report", *argv]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, err
@@ -411,3 +423,111 @@ def test_a_row_that_max_time_capped_says_so_in_its_table_line_and_its_json() -> 
     assert "capped: 1 sample in max_time" in lines[0] and "capped" not in lines[1]
     assert [r["timing"]["capped"] for r in report.as_json()["rows"]] == [True, False]
     assert "capped: max_time ran out after 1 sample" in str(capped.timing)
+
+
+# ---------------------------------------------------------------- streaming, the estimate and the time limits
+
+
+def _quick_timing(label: str) -> Timing:
+    from helpers.timing import benchmark
+
+    return benchmark(lambda: sum(range(100)), budget=0.001, label=label)
+
+
+def _fake_cases(count: int, measure=None) -> list[gpu_report.Case]:
+    """`count` cases of chapter 03 that time a tiny Python call (or run `measure(i)`), each predicted at 1 µs."""
+    return [gpu_report.Case("03", f"case {i}", "a sum of 100 numbers", "stand-in", "NVIDIA T4", "none",
+                            (lambda i=i: measure(i)) if measure else (lambda i=i: _quick_timing(f"case {i}")),
+                            lambda: 1e-6) for i in range(1, count + 1)]
+
+
+def test_each_row_is_printed_and_written_as_it_is_measured_and_an_interrupt_keeps_them(monkeypatch, tmp_path,
+                                                                                       fresh_caches) -> None:
+    """Before case k runs, the table printed and the JSON file already hold the k - 1 rows before it; a run
+    interrupted at case 3 keeps rows 1 and 2 in the file, marked incomplete."""
+    path, out, err, seen = tmp_path / "report.json", io.StringIO(), io.StringIO(), []
+
+    def measure(i: int) -> Timing:
+        written = json.loads(path.read_text()) if path.exists() else {"rows": [], "settings": {}}
+        seen.append((i, out.getvalue().count("\n03  case "), len(written["rows"]),
+                     written["settings"].get("complete")))
+        if i == 3:
+            raise KeyboardInterrupt
+        return _quick_timing(f"case {i}")
+
+    _on_accelerators(monkeypatch, jax_kind=None)
+    monkeypatch.setattr(gpu_report, "CHAPTERS", {"03": lambda here, sizes: _fake_cases(4, measure)})
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["gpu-report", "--json", str(path)])
+    assert code == 130 and seen == [(1, 0, 0, None), (2, 1, 1, False), (3, 2, 2, False)]
+    kept = json.loads(path.read_text())
+    assert [r["label"] for r in kept["rows"]] == ["case 1", "case 2"] and kept["settings"]["complete"] is False
+    assert kept["settings"]["cases"] == 4 and all(r["wall_s"] > 0 for r in kept["rows"])
+    assert err.getvalue().endswith(f"python -m helpers gpu-report: interrupted; {path} holds every row measured "
+                                   "before it\n")
+    assert out.getvalue().startswith("gpu-report, ") and "case 4" not in out.getvalue()
+    assert re.search(r"^\[2/4, 0:\d\d so far, about 0:0\d left\] ch03 case 2 ", err.getvalue(), re.M)
+
+
+def test_the_estimate_comes_from_the_budget_and_the_cases_left() -> None:
+    from helpers.progress import FIRST_GUESS, Progress, clock_text
+
+    now = [100.0]
+    progress = Progress(total=4, budget=0.5, time_limit=None, clock=lambda: now[0])
+    assert progress.left() == 4 * (0.5 + FIRST_GUESS) and progress.line() == "[1/4, 0:00 so far, about 0:06 left]"
+    now[0] += 2.5
+    progress.done(2.5)  # 2 s beyond its budget: the cases left are taken to cost as much
+    assert progress.left() == 3 * 2.5 and progress.line() == "[2/4, 0:02 so far, about 0:08 left]"
+    now[0] += 0.5
+    progress.done(0.5)
+    assert progress.left() == 2 * (0.5 + 1.0)
+    limited = Progress(total=40, budget=0.5, time_limit=10.0, clock=lambda: now[0])
+    now[0] += 4
+    assert limited.left() == 6.0 and not limited.out_of_time()  # no longer than the time limit leaves
+    now[0] += 6
+    assert limited.out_of_time() and limited.left() == 0
+    assert clock_text(83.4) == "1:23" and clock_text(3725) == "62:05"
+
+
+def test_cases_not_begun_within_the_time_limit_are_listed_and_a_case_never_runs_past_it(monkeypatch) -> None:
+    """Each case takes 40 s of a fake clock: those begun within the limit run, each given at most the time the
+    limit leaves plus LAST_CASE_GRACE, so the run ends within 3 minutes; the others are listed as not measured."""
+    now, caps = [0.0], []
+
+    def measure(case: gpu_report.Case, seconds: float) -> gpu_report.Row:
+        caps.append((now[0], seconds))
+        now[0] += 40
+        return case.run()
+
+    monkeypatch.setattr(gpu_report, "_measure", measure)
+    limit = gpu_report.DEFAULT_TIME_LIMIT
+    done = gpu_report.measure_all(_fake_cases(8), lambda *a, **k: None, 0.5, limit, clock=lambda: now[0])
+    rows, skipped = done.rows, done.skipped
+    assert done.wall_s[("03", "case 1")] == 40 and len(rows) == math.ceil(limit / 40) and len(rows) + len(skipped) == 8
+    assert all(start < limit and start + cap <= limit + gpu_report.LAST_CASE_GRACE <= 180 for start, cap in caps)
+    assert caps[0][1] == gpu_report.CASE_LIMIT and caps[-1][1] < gpu_report.CASE_LIMIT
+    assert skipped[0]["why"] == (f"the report's time limit of {limit:g} s was spent before it began "
+                                 "(--time-limit SECONDS gives more)")
+
+
+def test_a_case_that_hangs_is_stopped_and_the_others_still_run(monkeypatch) -> None:
+    import time
+
+    monkeypatch.setattr(gpu_report, "CASE_LIMIT", 0.5)
+    hangs = _fake_cases(3, lambda i: time.sleep(60) if i == 2 else _quick_timing(f"case {i}"))
+    done = gpu_report.measure_all(hangs, lambda *a, **k: None, 0.01)
+    assert [r.label for r in done.rows] == ["case 1", "case 3"]
+    assert done.skipped == [{"chapter": "03", "label": "case 2", "work": "a sum of 100 numbers",
+                        "why": "TimeLimitExceeded: ch03 case 2 took longer than 0.5 s"}]
+
+
+def test_the_longest_scan_is_left_out_saying_why_and_the_others_kept() -> None:
+    here = gpu_report.Here(None, "gpu", "stand-in", specs.get("NVIDIA T4"))
+    labels = [case.label for case in gpu_report.chapter06(here, gpu_report.CHAPTER_SIZES)]
+    assert "recurrence: scan, n = 10,000" in labels and "recurrence: scan, n = 100,000" not in labels
+    assert "recurrence: associative scan, n = 100,000" in labels  # microseconds: the chapter's size
+    [note] = gpu_report.left_out(here, gpu_report.CHAPTER_SIZES)
+    assert note.startswith("ch06 recurrence: scan, n = 100,000: a scan's steps run one after another")
+    assert gpu_report.left_out(here, TINY) == [] and gpu_report.left_out(gpu_report.Here(None, None), TINY) == []
+    report = gpu_report.Report({}, [], [], {"left_out": [note]})
+    assert f"left out: {note}" in report.footer()

@@ -10,7 +10,6 @@ Fix most failures here with `python -m helpers notebooks sync` (header, set-up c
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import importlib.util
 import pkgutil
@@ -26,15 +25,14 @@ import pytest
 from nbformat import NotebookNode
 
 import helpers
-from helpers import claims, project, upkeep
+from helpers import claims, project, run_checks, solutions, upkeep
+from helpers.solutions import VERDICTS, unpassed_checks, with_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 FILES = [chapter.file for chapter in project.CHAPTERS]
 SYNC = "run `python -m helpers notebooks sync`"
 EXECUTE = "run `python -m helpers notebooks execute NOTEBOOK` to store outputs from one clean run"
-SOLUTION = re.compile(r"```python\n(.*?)```", re.DOTALL)
-VERDICTS = ("✅", "❌", "⏳")
 
 
 # ---------------------------------------------------------------- throwaway repositories for the upkeep tests
@@ -191,7 +189,7 @@ def test_setup_cell_does_nothing_outside_colab(file: str | None) -> None:
     if file is None:
         source = upkeep.setup_source()
     else:
-        setups = [cell.source for cell in _stored(file).cells if "setup" in _tags(cell)]
+        setups = [cell.source for cell in _stored(file).cells if "setup" in solutions.tags(cell)]
         assert setups, f"no cell tagged `setup`: {SYNC}"
         source = setups[0]
     program = ("import sys\nbefore = set(sys.modules)\nexec(sys.argv[1], {})\n"
@@ -326,37 +324,6 @@ def _stored(file: str) -> NotebookNode:
     return nbformat.read(path, as_version=4)
 
 
-def _text(cell: NotebookNode) -> str:
-    """Everything a code cell printed or displayed as text."""
-    parts = [output.get("text", "") if output.output_type == "stream" else output.get("data", {}).get("text/plain", "")
-             for output in cell.get("outputs", [])]
-    return "".join(part if part.endswith("\n") or not part else part + "\n" for part in parts)
-
-
-def _tags(cell: NotebookNode) -> list[str]:
-    return cell.metadata.get("tags", [])
-
-
-def _exercises(nb: NotebookNode) -> tuple[list[tuple[int, int, str]], list[str]]:
-    """(exercise index, check index, solution code) for each exercise, and how the notebook breaks the convention."""
-    found, broken = [], []
-    for index, cell in enumerate(nb.cells):
-        if "check" in _tags(cell) and (index == 0 or "exercise" not in _tags(nb.cells[index - 1])):
-            broken.append(f"cell {index}: a `check` cell must follow an `exercise` cell")
-        if "exercise" not in _tags(cell):
-            continue
-        check, solution = (nb.cells[index + offset] if index + offset < len(nb.cells) else None for offset in (1, 2))
-        blocks = SOLUTION.findall(solution.source) if solution and solution.cell_type == "markdown" else []
-        if cell.cell_type != "code" or not check or check.cell_type != "code" or "check" not in _tags(check):
-            broken.append(f"cell {index}: an `exercise` code cell must be followed by a `check` code cell")
-        elif "<details><summary>Solution</summary>" not in solution.source or len(blocks) != 1:
-            broken.append(f"cell {index + 2}: expected a markdown cell with <details><summary>Solution</summary> "
-                          "and one ```python block")
-        else:
-            found.append((index, index + 1, blocks[0]))
-    return found, broken
-
-
 @pytest.mark.parametrize("file", FILES)
 def test_stored_outputs_come_from_one_clean_run(file: str) -> None:
     nb = _stored(file)
@@ -373,7 +340,7 @@ def test_every_printed_true_or_false_is_a_claim(file: str) -> None:
     """A line ending in True or False states a fact that must hold: h.claim prints it, so CI can check it."""
     loose = [f"cell {index}: {line!r}" for index, cell in enumerate(_stored(file).cells)
              for output in cell.get("outputs", []) if claims.CLAIM_KEY not in output.get("metadata", {})
-             for line in _text(nbformat.v4.new_code_cell(outputs=[output])).splitlines()
+             for line in solutions.printed_text(nbformat.v4.new_code_cell(outputs=[output])).splitlines()
              if line.rstrip().endswith(("True", "False"))]
     assert not loose, f"print these with h.claim(statement, holds): {loose}"
 
@@ -382,12 +349,12 @@ def test_every_printed_true_or_false_is_a_claim(file: str) -> None:
 def test_tags_and_exercises_follow_the_conventions(file: str) -> None:
     nb = _stored(file)
     misplaced = [index for index, cell in enumerate(nb.cells)
-                 if "nbval-ignore-output" in _tags(cell) and cell.cell_type != "code"]
+                 if "nbval-ignore-output" in solutions.tags(cell) and cell.cell_type != "code"]
     assert not misplaced, f"`nbval-ignore-output` on cells {misplaced}, which are not code cells"
-    found, broken = _exercises(nb)
+    found, broken = solutions.exercises(nb)
     assert not broken, "exercise convention broken:\n" + "\n".join(broken)
     assert len(found) >= 2, f"{len(found)} exercise/check/solution triples; every notebook needs at least two"
-    untouched = {check: _text(nb.cells[check]) for _, check, _ in found}
+    untouched = {check: solutions.printed_text(nb.cells[check]) for _, check, _ in found}
     wrong = {index: text for index, text in untouched.items() if not text.lstrip().startswith("⏳")}
     assert not wrong, (f"check cells whose stored output does not start with ⏳: {wrong}; leave the exercises "
                        f"untouched and {EXECUTE}")
@@ -453,36 +420,12 @@ def test_a_chapter_using_cupy_stops_jax_taking_the_gpus_memory_first(file: str) 
     assert found[0] < first_jax, f"set it before {lines[first_jax][0]}: {lines[first_jax][1].strip()}"
 
 
-def with_solutions(nb: NotebookNode) -> tuple[NotebookNode, list[int]]:
-    """A copy of chapter `nb` with every exercise's solution filled in, and the indices of their check cells.
-
-    Raises ValueError when the chapter breaks the exercise convention (see _exercises)."""
-    found, broken = _exercises(nb)
-    if broken or not found:
-        raise ValueError("exercise convention broken (see test_tags_and_exercises_follow_the_conventions): "
-                         + ("; ".join(broken) or "no exercises"))
-    nb = copy.deepcopy(nb)
-    for exercise, _, solution in found:
-        nb.cells[exercise].source = solution
-    return nb, [check for _, check, _ in found]
-
-
-def unpassed_checks(done: NotebookNode, checks: list[int]) -> list[str]:
-    """The check cells `checks` of an executed chapter that did not pass: every verdict they print (a line starting
-    with ✅, ❌ or ⏳) must be ✅, and there must be one."""
-    failing = []
-    for check in checks:
-        verdicts = [line for line in _text(done.cells[check]).splitlines() if line.startswith(VERDICTS)]
-        if not verdicts or not all(line.startswith("✅") for line in verdicts):
-            failing.append(f"cell {check}: the solution above does not pass its check: "
-                           f"{verdicts or 'no verdict printed'}")
-    return failing
-
-
-def run_with_solutions(file: str) -> None:
+def run_with_solutions(file: str, devices: tuple[str, ...] = ()) -> None:
     """Run chapter `file` top to bottom with every exercise's solution filled in; every check must pass (on
-    whatever this machine has). tests/test_gpu.py calls it on a GPU; CI's Colab-versions run (tests/colab/run.py,
-    TPU image) fills the solutions in with with_solutions and judges them with unpassed_checks, as here."""
+    whatever this machine has), and the run must break none of helpers.run_checks' rules (claims.problems among
+    them; `devices`: the names of the accelerators here, for the rules on their predictions). tests/test_gpu.py
+    calls it on a GPU; CI's Colab-versions run (tests/colab/run.py, TPU image) fills the solutions in with
+    with_solutions and judges them with unpassed_checks and claims.problems, as here."""
     try:
         nb, checks = with_solutions(_stored(file))
     except ValueError as exc:
@@ -491,7 +434,7 @@ def run_with_solutions(file: str) -> None:
         done = upkeep.run_notebook(nb, NOTEBOOKS, timeout=300)
     except upkeep.CellFailed as exc:
         pytest.fail(f"{file} with every solution filled in: {exc}")
-    seen = unpassed_checks(done, checks) + claims.problems(done.cells)
+    seen = unpassed_checks(done, checks) + [str(finding) for finding in run_checks.findings(done.cells, devices)]
     if seen:
         pytest.fail(f"{file} with every solution filled in: {'; '.join(seen)}")
 
@@ -505,7 +448,7 @@ def test_solutions_pass_their_checks(file: str) -> None:
 
 def test_filling_in_the_solutions_changes_only_the_exercise_cells_of_a_copy() -> None:
     stored = _stored(FILES[1])
-    found, _ = _exercises(stored)
+    found, _ = solutions.exercises(stored)
     nb, checks = with_solutions(stored)
     assert checks == [check for _, check, _ in found] and len(checks) >= 2
     changed = [index for index, (cell, before) in enumerate(zip(nb.cells, stored.cells, strict=True))
@@ -542,7 +485,7 @@ def test_chapter_03_runs_to_the_end_without_nvrtc_and_says_so_once() -> None:
         done = upkeep.run_notebook(_stored(file), NOTEBOOKS, kernel=no_nvrtc)
     except upkeep.CellFailed as exc:
         pytest.fail(f"{file} without NVRTC: {exc}")
-    text = "".join(_text(cell) for cell in done.cells if cell.cell_type == "code")
+    text = "".join(solutions.printed_text(cell) for cell in done.cells if cell.cell_type == "code")
     assert text.count("To get it: pip install nvidia-cuda-nvrtc") == 1, "say once why, and how to get NVRTC"
     assert "- not compiled here (NVRTC is missing): axpby_fused, vector_add.cu, matmul.cu" in text
     assert "compiled by NVRTC" not in text
@@ -606,6 +549,24 @@ def test_a_chapter_run_with_its_solutions_fails_on_a_claim_that_printed_false(mo
     monkeypatch.setattr(upkeep, "run_notebook", ran)
     with pytest.raises(pytest.fail.Exception, match="claim printed False: JAX and NumPy agree"):
         run_with_solutions(file)
+
+
+def test_a_chapter_run_with_its_solutions_fails_where_a_measurement_beats_a_bound_it_printed(monkeypatch) -> None:
+    """The GPU suite's runs are held to helpers.run_checks: a matmul measured faster than its own 'at most' fails."""
+    file = next(chapter.file for chapter in project.CHAPTERS if chapter.file.startswith("03_"))
+    printed = ("naive kernel, n = 2,048                  17.9 ms                  3.32 ms               0.19x\n"
+               "cuBLAS (a @ b), n = 2,048                347 µs                  374 µs               1.08x\n"
+               "naive kernel: 0.25 FLOP/byte from main memory -> at most 1,200 GFLOP/s on the NVIDIA H200\n")
+
+    def ran(nb: NotebookNode, *args: object, **kwargs: object) -> NotebookNode:
+        for cell in nb.cells:
+            cell["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text="✅ checked\n")]
+        nb.cells[5]["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+        return nb
+
+    monkeypatch.setattr(upkeep, "run_notebook", ran)
+    with pytest.raises(pytest.fail.Exception, match=r"cell 5: bound-beaten: .*5,175 GFLOP/s, over the bound of 1,200"):
+        run_with_solutions(file, devices=("NVIDIA H200",))
 
 
 def test_execute_runs_a_noisy_chapter_again_and_stores_a_quiet_run(

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import glossary, site
+from helpers import glossary, records, site
 from helpers.__main__ import main
 from helpers.project import CHAPTERS
 
@@ -31,20 +31,22 @@ def _main(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _cells(notebook: str) -> list[dict]:
-    return json.loads((ROOT / "notebooks" / notebook).read_text())["cells"]
+def _cells(notebook: str | Path) -> list[dict]:
+    """The cells of a chapter (a file name under notebooks/) or of any notebook (a path)."""
+    path = notebook if isinstance(notebook, Path) else ROOT / "notebooks" / notebook
+    return json.loads(path.read_text())["cells"]
 
 
-def _figures(notebook: str) -> int:
+def _figures(notebook: str | Path) -> int:
     return sum(site.PLOTLY in o.get("data", {}) for c in _cells(notebook) for o in c.get("outputs", []))
 
 
-def _display_math(notebook: str) -> int:
+def _display_math(notebook: str | Path) -> int:
     """How many $$...$$ formulas the chapter's markdown cells hold."""
     return sum("".join(c["source"]).count("$$") // 2 for c in _cells(notebook) if c["cell_type"] == "markdown")
 
 
-def _has_setup(notebook: str) -> bool:
+def _has_setup(notebook: str | Path) -> bool:
     return any("setup" in c.get("metadata", {}).get("tags", []) for c in _cells(notebook))
 
 
@@ -80,6 +82,86 @@ def test_the_book_has_every_chapter_the_map_and_the_guide_and_fetches_nothing(bo
         assert 'class="jp-RenderedHTMLCommon' in page and page.count('class="book-nav"') == 2
         assert site.STYLE in page and "<math" not in page  # the guide's dollar amounts stay dollar amounts
     assert f'<a href="{site._page(CHAPTERS[0].file)}">{CHAPTERS[0].title} &rarr;</a>' in index
+
+
+#: Each GPU or TPU chapter's latest recorded run (docs/runs/), which the book shows on a page of its own.
+LATEST = {c.file: run for c in CHAPTERS if c.uses and (run := records.latest(c.file)) is not None}
+#: Every chapter page of the book, and the notebook it shows: the stored chapters, then the recorded runs.
+PAGES = [(site._page(c.file), ROOT / "notebooks" / c.file) for c in CHAPTERS] + [
+    (site.recorded_page(file, run), run.folder / file) for file, run in LATEST.items()]
+
+
+def test_each_gpu_or_tpu_chapter_links_its_latest_recorded_run_labelled_with_device_and_date(book) -> None:
+    assert LATEST, "docs/runs/ holds the H200 runs: the book must show them"
+    index = (book / "index.html").read_text()
+    assert "Recorded on a real GPU or TPU" in index
+    for file, run in LATEST.items():
+        name = site.recorded_page(file, run)
+        label = f"as it ran on the {run.device}, {run.date}"
+        assert f'href="{name}">{file[:2]} ' in index and label in index
+        chapter = (book / site._page(file)).read_text()
+        assert f'<a href="{name}">{label}</a>' in chapter and chapter.count('class="book-recorded"') == 1
+        page = (book / name).read_text()
+        assert f"as it ran on the {run.device} ({run.facts['device']['kind']}), {run.date}</strong>" in page
+        assert f'href="{site._page(file)}">The chapter&#39;s own page' in page and run.facts["commit"] in page
+        assert page.count("Plotly.newPlot(") == _figures(run.folder / file), file
+        known = [k for k in run.known() if k["chapter"] == file]
+        assert page.count('<div class="book-finding">') == len(known), file
+        shown = html.unescape(page)
+        for finding in known:  # each marked, with its issue item, under its cell
+            assert f"({finding['rule']}, {finding['item']}): \u201c{finding['text']}\u201d</div>" in shown, finding
+    unrecorded = [c.file for c in CHAPTERS if c.file not in LATEST]
+    assert all('class="book-recorded"' not in (book / site._page(file)).read_text() for file in unrecorded)
+
+
+def _one_cell_chapters(tmp_path: Path) -> Path:
+    """A folder of one-cell chapters, so that a book of them builds in seconds."""
+    source = tmp_path / "notebooks"
+    source.mkdir()
+    for chapter in CHAPTERS:
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(chapter.title)]),
+                       source / chapter.file)
+    return source
+
+
+def test_the_book_shows_the_latest_run_of_each_chapter_and_none_without_runs(tmp_path) -> None:
+    source, runs = _one_cell_chapters(tmp_path), tmp_path / "runs"
+    first = next(iter(LATEST.values()))
+    for date, chapters in (("2030-01-01", ["05_training.ipynb", "07_make_it_fast.ipynb"]),
+                           ("2030-02-01", ["07_make_it_fast.ipynb"])):
+        folder = runs / f"nvidia-h200-{date}"
+        folder.mkdir(parents=True)
+        for file in chapters:
+            shutil.copy(first.folder / file, folder / file)
+        (folder / "run.json").write_text(json.dumps({**first.facts, "date": date,
+                                                     "chapters": {file: {} for file in chapters}}))
+    written = {path.name for path in site.build(tmp_path / "book", source=source, runs=runs)}
+    assert {"07_make_it_fast-nvidia-h200-2030-02-01.html", "05_training-nvidia-h200-2030-01-01.html"} <= written
+    assert "07_make_it_fast-nvidia-h200-2030-01-01.html" not in written, "only the latest run of a chapter"
+    assert "The checks found nothing in it." in (tmp_path / "book" / "05_training-nvidia-h200-2030-01-01.html"
+                                                 ).read_text(), "no findings.json beside that run"
+    assert "2030-02-01" in (tmp_path / "book" / "07_make_it_fast.html").read_text()
+    assert "book-recorded" not in (tmp_path / "book" / "03_gpu_cupy.html").read_text(), "no run of chapter 03 here"
+    bare = {path.name for path in site.build(tmp_path / "bare", source=source, runs=tmp_path / "no-runs")}
+    assert not any("nvidia" in name for name in bare)
+    assert "Recorded on a real GPU or TPU" not in (tmp_path / "bare" / "index.html").read_text()
+
+
+@pytest.mark.parametrize(("file", "text", "said"), [
+    ("run.json", '{"kind": "loops-to-tpus recorded run", "version": 1}', "names its device (name and kind)"),
+    ("run.json", "{", "not a readable JSON file"),
+    ("findings.json", '{"findings": [{"cell": 3}]}', "each finding needs cell, chapter, item, rule, text"),
+    ("findings.json", "[]", "not a findings file"),
+    ("05_training.ipynb", "not a notebook", "cannot be read as a recorded run"),
+])
+def test_a_broken_recorded_run_stops_the_book_in_one_line(tmp_path, file, text, said) -> None:
+    first = next(iter(LATEST.values()))
+    run = tmp_path / "runs" / first.folder.name
+    shutil.copytree(first.folder, run)
+    (run / file).write_text(text)
+    with pytest.raises(site.ClassroomError, match=re.escape(said)) as raised:
+        site.build(tmp_path / "book", source=_one_cell_chapters(tmp_path), runs=tmp_path / "runs")
+    assert "\n" not in str(raised.value)  # the command prints it as its one line (exit 2)
 
 
 def _notebook(tmp_path: Path, *cells: nbformat.NotebookNode) -> Path:
@@ -130,15 +212,15 @@ def test_the_book_refuses_the_repository_and_a_full_folder(tmp_path) -> None:
 
 @pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
                     reason="no Chromium here (CI installs Debian's chromium in .ci/run: apt-get install chromium)")
-@pytest.mark.parametrize("chapter", [c.file for c in CHAPTERS])
-def test_a_real_browser_draws_every_figure_and_formula_offline_with_the_set_up_cell_folded(book, tmp_path,
+@pytest.mark.parametrize(("name", "chapter"), PAGES, ids=[name for name, _ in PAGES])
+def test_a_real_browser_draws_every_figure_and_formula_offline_with_the_set_up_cell_folded(book, tmp_path, name,
                                                                                           chapter) -> None:
     """Headless Chromium, every request outside this machine sent to a closed port: the page's figures must
     still draw (plotly makes one main-svg per layer, at least two per figure), its formulas too (MathML laid out
     as math: a size, each fraction's numerator above its denominator, no TeX left in the text), and the set-up cell
     folded, there when opened. In CI it must run."""
     assert CHROMIUM, "CI must have Chromium: .ci/run installs Debian's"
-    page = book / site._page(chapter)
+    page = book / name
     probe = book / f"probe-{page.name}"  # the page, and a script that writes what the browser laid out into it
     probe.write_text(page.read_text().replace("</body>", f"<script>{PROBE}</script></body>", 1))
     done = subprocess.run(

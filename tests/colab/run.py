@@ -12,7 +12,7 @@
    `google.colab` (a stand-in) imported before the first cell, in an empty working folder, as on Colab. The set-up
    cell is the stored one, its URL pointed at that commit: it installs the series the way a learner's does.
    With the TPU image's versions every chapter runs as a learner who did the exercises runs it: each exercise's
-   solution filled in (CI's one run of the solutions; tests/test_notebooks.py with_solutions). With the GPU
+   solution filled in (CI's one run of the solutions; helpers.solutions.with_solutions). With the GPU
    image's versions the exercises are left as stored, as a learner who skipped them runs the chapter.
 3. The run fails on any error output, on any claim (`h.claim`) that printed False, on any printed line ending
    in "False", on a check cell of a filled-in exercise that did not print only ✅ verdicts, and when the set-up
@@ -41,10 +41,9 @@ from jupyter_client.kernelspec import KernelSpec
 from nbformat import NotebookNode
 
 from helpers import claims, project, upkeep
+from helpers.solutions import unpassed_checks, with_solutions
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))  # the chapters' exercise convention is defined, and tested, there
-from test_notebooks import unpassed_checks, with_solutions  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 STAND_IN = HERE / "stand_in"
@@ -57,8 +56,8 @@ VERSIONS = ("import importlib.metadata as m, json; "
             "print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version for d in m.distributions()}))")
 #: The packages whose versions the run names once the environment is built (those installed).
 NAMED = ("jax", "keras", "numpy", "cupy-cuda12x", "jax-cuda12-plugin", "nvidia-cuda-nvrtc-cu12")
-#: The chapters that use CuPy, NVRTC or a GPU, run with the GPU runtime's versions.
-GPU_CHAPTERS = ("03_gpu_cupy.ipynb", "05_training.ipynb", "06_when_to_use_which.ipynb", "07_make_it_fast.ipynb")
+#: The chapters that use CuPy, NVRTC or a GPU (project.Chapter.uses), run with the GPU runtime's versions.
+GPU_CHAPTERS = tuple(chapter.file for chapter in project.chapters_using("GPU"))
 #: Colab's GPU runtime has a GPU and NVIDIA's CUDA libraries (at the versions Google ships with JAX's CUDA plugin);
 #: here there are neither. The plugin's check of those libraries' versions would fail, logging a traceback
 #: ("RuntimeError: Unable to load CUDA. Is it installed?") in the first cell that uses JAX, which no learner on
