@@ -555,6 +555,19 @@ def cupy_kind(op: str) -> str:
     return "gather" if op == "gather" else "elementwise"
 
 
+def _check_prediction(kind: object, host_seconds: object, calls: object) -> None:
+    """predict_epoch's kind, Keras's host time (for Keras only) and the measured call costs, or a ValueError."""
+    if not isinstance(kind, str) or kind not in PREDICTED:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, PREDICTED))}; got {kind!r:.40}")
+    if kind != "keras" and host_seconds is not None:
+        raise ValueError(f"host_seconds is Keras's own time per step; kind {kind!r} has none: leave it out")
+    if kind == "keras" and (host_seconds is None or not finite(host_seconds) or host_seconds < 0):
+        raise ValueError("host_seconds (Keras's own seconds per step, measured here: Keras minus JAX) must be a "
+                         f"finite number, zero or more; got {host_seconds!r:.40}")
+    if calls is not None and not isinstance(calls, host_calls.HostCalls):
+        raise TypeError(f"calls must be helpers.host_calls.here(...)'s HostCalls or None; got {type(calls).__name__}")
+
+
 def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps: int, n_in: int = 64,
                   n_out: int = 10, kind: str = "cupy", host_seconds: float | None = None,
                   calls: host_calls.HostCalls | None = None) -> Prediction:
@@ -572,13 +585,7 @@ def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps
     calls: the per-call host costs measured here (helpers.host_calls.here, for the GPU that is here); None: the
     published figures (roofline.OVERHEADS), for a GPU that is not.
     """
-    if not isinstance(kind, str) or kind not in PREDICTED:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, PREDICTED))}; got {kind!r:.40}")
-    if kind != "keras" and host_seconds is not None:
-        raise ValueError(f"host_seconds is Keras's own time per step; kind {kind!r} has none: leave it out")
-    if kind == "keras" and (host_seconds is None or not finite(host_seconds) or host_seconds < 0):
-        raise ValueError("host_seconds (Keras's own seconds per step, measured here: Keras minus JAX) must be a "
-                         f"finite number, zero or more; got {host_seconds!r:.40}")
+    _check_prediction(kind, host_seconds, calls)
     spec = roofline.published_spec(device)
     steps = positive_int("steps", steps)
     work = trace_step(positive_int("batch", batch), n_in, positive_int("hidden", hidden), n_out)
@@ -589,8 +596,6 @@ def predict_epoch(device: str | specs.DeviceSpec, batch: int, hidden: int, steps
     n_calls = steps * work.launches if kind == "cupy" else 1 if kind == "jax-scan" else steps
     host = float(host_seconds or 0.0)
     measured = calls
-    if measured is not None and not isinstance(measured, host_calls.HostCalls):
-        raise TypeError(f"calls must be helpers.host_calls.here(...)'s HostCalls or None; got {type(calls).__name__}")
     moved = work.bytes if kind == "cupy" else fused_bytes(work)
 
     jax_cost = None if measured is None else measured.jax
