@@ -36,7 +36,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import cuda, mandelbrot, mlp, roofline, specs, workloads
+from . import cuda, host_calls, mandelbrot, mlp, roofline, specs, workloads
 from .backend import backends, to_backend
 from .files import replace_file
 from .hardware import hardware, jax_matmul_roof, where_we_run
@@ -132,6 +132,13 @@ class Here:
     jax_kind: str | None  # "gpu" or "tpu"; None when JAX runs on the CPU (or not at all)
     jax_name: str = ""
     jax_spec: specs.DeviceSpec | None = None
+    measured: dict[tuple[int, int], host_calls.HostCalls] = field(default_factory=dict, compare=False)
+
+    def calls(self, arrays_in: int, arrays_out: int) -> host_calls.HostCalls:
+        """This host's call costs (CuPy's by kind, a jitted JAX call with these arrays), measured once a report."""
+        if (arrays_in, arrays_out) not in self.measured:
+            self.measured[arrays_in, arrays_out] = host_calls.here(arrays_in, arrays_out)
+        return self.measured[arrays_in, arrays_out]
 
 
 #: What gpu-report is for, as its error says when there is nothing to measure.
@@ -407,9 +414,18 @@ def chapter04(here: Here, sizes: Sizes) -> list[Case]:
         return []
     spec = here.jax_spec
     roofs = {dtype: jax_matmul_roof(spec, dtype) for dtype in ("float32", "bfloat16")}
+    def predict(n: int, roof: str) -> float:
+        if here.jax_kind != "gpu":  # a TPU's calls: the model's fitted synced cost (OVERHEADS['jax_tpu'])
+            return roofline.predict_matmul_seconds(spec, n, n, n, roof)
+        # benchmark queues the calls: each costs the larger of the host's dispatch (measured here) and the work
+        return roofline.predict_matmul_seconds(spec, n, n, n, roof, timed="pipelined",
+                                               call_seconds=here.calls(2, 1).jax)
+
+    model = "roofline.predict_matmul_seconds(dtype={!r}" + (", a call's cost measured here)" if here.jax_kind == "gpu"
+                                                             else ")")
     cases = [_case("04", f"jit matmul {dtype}, n = {n:,}", f"({n}, {n}) @ ({n}, {n}) {dtype}", here.jax_name, spec,
-                   f"roofline.predict_matmul_seconds(dtype={roof!r})", lambda n=n, dtype=dtype: _jax_matmul(n, dtype),
-                   lambda n=n, roof=roof: roofline.predict_matmul_seconds(spec, n, n, n, roof))
+                   model.format(roof), lambda n=n, dtype=dtype: _jax_matmul(n, dtype),
+                   lambda n=n, roof=roof: predict(n, roof))
              for dtype, roof in roofs.items() for n in sizes.jax_matmul]
     if here.jax_kind == "tpu":
         cases += [*_padding(here, sizes), *_precisions(here, sizes)]
@@ -484,16 +500,16 @@ def chapter05(here: Here, sizes: Sizes) -> list[Case]:
         extra = [(kind, here.jax_name, here.jax_spec) for kind in ("jax-scan", "keras")
                  if kind != "keras" or _keras_installed()]
     measured: dict[str, Timing] = {}  # the chapter's epochs by kind: Keras's prediction takes its host time from them
-    cases = [_epoch(data, kind, device, spec, cfg.hidden, cfg.batch, f"one epoch: {_EPOCH_LABELS[kind]}", measured)
-             for kind, device, spec in on + extra]
+    cases = [_epoch(data, kind, device, spec, cfg.hidden, cfg.batch, f"one epoch: {_EPOCH_LABELS[kind]}", here,
+                    measured) for kind, device, spec in on + extra]
     cases += [_epoch(data, kind, device, spec, hidden, cfg.batch, f"epoch by width: {_EPOCH_LABELS[kind]}, "
-                     f"hidden {hidden:,}") for kind, device, spec in on for hidden in sizes.widths]
+                     f"hidden {hidden:,}", here) for kind, device, spec in on for hidden in sizes.widths]
     return cases + [_epoch(data, kind, device, spec, cfg.wide, batch, f"epoch by batch: {_EPOCH_LABELS[kind]}, "
-                           f"batch {batch:,}") for kind, device, spec in on for batch in sizes.batch_sweep]
+                           f"batch {batch:,}", here) for kind, device, spec in on for batch in sizes.batch_sweep]
 
 
 def _epoch(data: mlp.Digits, kind: str, device: str, spec: specs.DeviceSpec, hidden: int, batch: int, label: str,
-           measured: dict[str, Timing] | None = None) -> Case:
+           here: Here, measured: dict[str, Timing] | None = None) -> Case:
     """One epoch (the first of chapter 05's batch order) timed by training.time_epoch, predicted by predict_epoch."""
     from . import training
 
@@ -509,10 +525,12 @@ def _epoch(data: mlp.Digits, kind: str, device: str, spec: specs.DeviceSpec, hid
 
     def predict() -> float:
         host = max(kept["keras"].median - kept["jax"].median, 0.0) / steps if kind == "keras" else None
+        calls = here.calls(6, 5) if spec.kind == "gpu" else None  # this host's call costs, for the GPU here
         return training.predict_epoch(spec, batch, hidden, steps, data.n_features, data.n_classes, kind=kind,
-                                      host_seconds=host).seconds
+                                      host_seconds=host, calls=calls).seconds
 
     model = "training.predict_epoch" + (" (Keras's own host time per step measured here)" if kind == "keras" else "")
+    model += ", with this host's call costs" if spec.kind == "gpu" else ""
     return _case("05", label, f"{steps} steps of {batch}, {data.n_features}-{hidden}-{data.n_classes} network, "
                  "float32", device, spec, model, measure, predict)
 

@@ -32,6 +32,7 @@ from helpers import (
     cuda,
     evidence,
     gpu_report,
+    host_calls,
     make_it_fast,
     mandelbrot,
     roofline,
@@ -51,6 +52,9 @@ TINY = gpu_report.Sizes(copy_mib=1, axpby=1_000, sweep=(100, 1_000), stream=600,
                         image=(8, 6), jax_matmul=(16, 32), pad_base=16, precision=16, widths=(64,), batch_sweep=(32,),
                         steps=(10, 100), batches=(1, 4), ladder=128)
 GPU_NAME = "Tesla T4"
+#: The stand-in host's call costs: CuPy's by kind, a jitted JAX call (as helpers.host_calls.here gives them).
+HOST = host_calls.HostCalls(cupy={"elementwise": 11e-6, "reduction": 23e-6, "matmul": 31e-6, "gather": 47e-6},
+                            jax=41e-6, arrays=(6, 5), device="stand-in")
 
 
 class StandInCupy(FakeCupy):
@@ -161,6 +165,8 @@ def full_run(tmp_path_factory):
             fake.emulations[r.kernel] = _matmul_into_c
         mp.setattr(gpu_report, "QUICK", TINY)
         mp.setattr(gpu_report, "TRAINING", dataclasses.replace(gpu_report.TRAINING, wide=64))  # one shape: quicker
+        # this host's call costs, as host_calls.here measures them on a GPU (fixed here: the stand-in's are NumPy's)
+        mp.setattr(host_calls, "here", lambda arrays_in, arrays_out: HOST)
         try:  # a time limit a machine 4x slower than this one reaches the last case within
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = main(["gpu-report", "--json", str(path), "--quick", "--budget", "0.01", "--time-limit", "3600"])
@@ -230,7 +236,11 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     assert gpu_report.CHAPTER_SIZES.ladder == make_it_fast.BIG_N  # the chapter's size, written twice
     steps = 1347 // 32  # chapter 05's 1,347 training digits in batches of 32
     assert by_label["epoch by width: CuPy, hidden 64"]["predicted_s"] == training.predict_epoch(
-        "NVIDIA T4", 32, 64, steps, 64, 10, kind="cupy").seconds
+        "NVIDIA T4", 32, 64, steps, 64, 10, kind="cupy", calls=HOST).seconds  # the GPU here: this host's calls
+    assert by_label["epoch by width: JAX, jit per step, hidden 64"]["predicted_s"] == training.predict_epoch(
+        "NVIDIA T4", 32, 64, steps, 64, 10, kind="jax", calls=HOST).seconds
+    assert by_label["jit matmul float32, n = 16"]["predicted_s"] == roofline.predict_matmul_seconds(
+        "NVIDIA T4", 16, 16, 16, "float32", timed="pipelined", call_seconds=HOST.jax)
 
 
 def test_the_report_says_on_what_it_ran(full_run) -> None:
