@@ -95,6 +95,7 @@ def preprocess(source: str) -> Preprocessed:
     """The source as C that pycparser parses: comments gone, each #define of a constant expanded, C++ lowered."""
     if not isinstance(source, str) or not source.strip():
         raise CudaCError(f"a kernel's source is a string of CUDA C; got {source!r:.60}")
+    source = source.replace("\r\n", "\n").replace("\r", " ")  # Windows line endings; a stray CR is a space
     if len(source) > MAX_SOURCE or source.count("\n") > MAX_LINES:
         raise CudaCError(f"the source is {len(source):,} characters on {source.count(chr(10)) + 1:,} lines; the CPU "
                          f"executor takes at most {MAX_SOURCE:,} characters and {MAX_LINES:,} lines (was something "
@@ -244,7 +245,7 @@ def has_side_effects(node: c_ast.Node) -> bool:
 def kernel_names(source: str) -> tuple[list[str], set[str]]:
     """The names of the __global__ functions in `source`, and of those declared extern "C" (the ones CuPy's
     RawKernel finds by name: C++ renames the others). Any CUDA C, not only the executor's subset."""
-    text = _strip_comments(source)
+    text = _strip_comments(source.replace("\r\n", "\n").replace("\r", " "))
     bounds = r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
     kernels = re.findall(rf"__global__\s+void\s+{bounds}([A-Za-z_]\w*)\s*\(", text)
     return kernels, set(re.findall(rf'extern\s+"C"\s+__global__\s+void\s+{bounds}([A-Za-z_]\w*)\s*\(', text))

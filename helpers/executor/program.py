@@ -28,6 +28,9 @@ from .translate import TOO_DEEP, Function
 from .unit import translate_unit
 
 Path = list[tuple[int, bool]]
+#: The most branch and loop tests a launch with trace=True records, all threads together (each one is a Python
+#: object: a million take a few seconds and about 100 MB).
+MAX_TRACED = 1_000_000
 TOO_DEEP_CALLS = ("__device__ calls nest deeper than the CPU executor follows (each C call is a Python call; Python "
                   "stops at a few hundred): is a function calling itself without end? On a GPU, recursion too deep "
                   "overflows the thread's stack (\"unspecified launch failure\"); write the recursion as a loop")
@@ -47,11 +50,17 @@ class Launch:
     syncwarp: bool = False  # the kernel's source calls __syncwarp()
     counters: Counters = field(default_factory=Counters)
     paths: dict[tuple[tuple[int, int, int], tuple[int, int, int]], Path] | None = None
+    traced: int = 0  # the branch and loop tests recorded in paths so far
 
     def record(self, lanes: Lanes, line: int, active: Any, taken: Any) -> None:
-        """Each active thread's way through the branch or loop test at `line`."""
+        """Each active thread's way through the branch or loop test at `line` (at most MAX_TRACED a launch)."""
         on = np.flatnonzero(np.broadcast_to(active if active is not None else
                                             (lanes.real if lanes.real is not None else True), (lanes.lanes,)))
+        self.traced += on.size
+        if self.traced > MAX_TRACED:
+            raise CudaCError(f"trace=True keeps each thread's way through every branch and loop test, and this launch "
+                             f"passed {MAX_TRACED:,} of them (at line {line}): trace a smaller launch (a few blocks "
+                             "show divergence as well as many), or launch without trace=True")
         way = np.broadcast_to(taken, (lanes.lanes,))
         for lane in on.tolist():
             self.paths[lanes.coordinates(lane)].append((line, bool(way[lane])))

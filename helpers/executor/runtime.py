@@ -25,6 +25,9 @@ from .memory import KernelFault, Pointer, Shared, SharedRef
 MAX_STEPS = 1_000_000
 #: The most lanes run at once: big enough that NumPy's work dwarfs Python's, small enough for 2 GB.
 BATCH_LANES = 1 << 17
+#: Rounds in a row that an atomicCAS may fail for every lane that makes it before it is called a spin lock that
+#: never opens (a compare-and-swap loop with contention has a winner every round).
+MAX_SPINS = 2_000
 
 
 # ------------------------------------------------------------------------------------------------ masks
@@ -467,6 +470,8 @@ class Lanes:
         self.real_warps = blocks * -(-self.threads // WARP)
         self.real_lanes = blocks * self.threads
         self.warp_sync = memory.WarpSync(self.lanes, run.syncwarp)  # __syncwarp() calls, for the race check
+        self.cas_failed: dict[int, int] = {}  # an atomicCAS line's rounds in a row that no lane won
+        self.cas_held: dict[int, tuple[int, int]] = {}  # the lane that last won it, and the element
 
     # ---------------------------------------------------------------- who is who
 
@@ -838,13 +843,40 @@ class Lanes:
             new = apply(before, v, want)
             data[f] = wrap(new) if wrap and isinstance(new, np.ndarray) and new.dtype != data.dtype else new
             old[lanes] = before
-            return old
-        for lane, k, x, y in zip(lanes.tolist(), f.tolist(), v.tolist(), want.tolist(), strict=True):
-            before = data[k]
-            new = apply(int(before) if wrap else before, x, y)
-            data[k] = wrap(new) if wrap else new
-            old[lane] = before
+        else:
+            for lane, k, x, y in zip(lanes.tolist(), f.tolist(), v.tolist(), want.tolist(), strict=True):
+                before = data[k]
+                new = apply(int(before) if wrap else before, x, y)
+                data[k] = wrap(new) if wrap else new
+                old[lane] = before
+        if compare is not None and lanes.size:
+            self._spin(line, lanes, f, old[lanes] == want)
         return old
+
+    def _spin(self, line: int, lanes: np.ndarray, f: np.ndarray, won: np.ndarray) -> None:
+        """An atomicCAS that fails for every lane making it, round after round, is a spin lock waiting for a
+        thread that, in lock step, never runs again to let go: a fault saying so (not a hang)."""
+        if won.any():
+            self.cas_held[line] = (int(lanes[np.argmax(won)]), int(f[np.argmax(won)]))
+            self.cas_failed[line] = 0
+            return
+        self.cas_failed[line] = self.cas_failed.get(line, 0) + 1
+        if self.cas_failed[line] < MAX_SPINS:
+            return
+        holder = self.cas_held.get(line)
+        lane = int(lanes[0])
+        if holder is not None and holder[0] // WARP == lane // WARP:
+            who = (f"thread {self.xyz_thread(holder[0] % self.padded)}, a lane of the same warp, took it and waits "
+                   "for its warp's other lanes to leave the loop, which they never do: a warp's lanes run in lock "
+                   "step here, as on GPUs before Volta (since Volta a GPU may let the holder go on, but CUDA does "
+                   "not promise it)")
+        else:
+            who = ("the thread that holds it runs in lock step with the waiting ones here and never gets to let "
+                   "it go (the CPU executor cannot run a spin lock)")
+        raise self.fault("spin lock", f"has waited {MAX_SPINS:,} rounds at the atomicCAS of line {line} for a "
+                         f"lock no thread lets go: {who}. Take the lock in one lane of each warp (if (lane == 0)), "
+                         "or do without a lock: atomicAdd, or a warp reduction with __shfl_down_sync",
+                         line, lane)
 
     def _global_atomic(self, p: Any, line: int, e: Any, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The data an atomic on global memory updates and each lane's element: in bounds and writable."""

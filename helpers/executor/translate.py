@@ -74,9 +74,18 @@ BIT_INTRINSICS = {"__popc": (UINT, INT), "__popcll": (CType("unsigned long long"
                   "__brev": (UINT, UINT), "__brevll": (CType("unsigned long long"), CType("unsigned long long"))}
 ATOMICS = ("atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicExch", "atomicAnd", "atomicOr", "atomicXor",
            "atomicInc", "atomicDec", "atomicCAS")
-#: Atomics of whole numbers only (atomicInc and atomicDec: of unsigned int only).
-INTEGER_ATOMICS = ("atomicAnd", "atomicOr", "atomicXor", "atomicInc", "atomicDec", "atomicCAS")
+_WHOLE = ("int", "unsigned int", "long long", "unsigned long long")
+#: The element types each atomic has an overload for in CUDA (NVRTC for sm_75, checked in
+#: tests/test_executor_cxx.py): no atomicMax of a float, no atomicAdd of a long long.
+ATOMIC_TYPES = {"atomicAdd": ("int", "unsigned int", "unsigned long long", "float", "double"),
+                "atomicSub": ("int", "unsigned int"), "atomicMax": _WHOLE, "atomicMin": _WHOLE,
+                "atomicExch": ("int", "unsigned int", "unsigned long long", "float"), "atomicAnd": _WHOLE,
+                "atomicOr": _WHOLE, "atomicXor": _WHOLE, "atomicInc": ("unsigned int",), "atomicDec": ("unsigned int",),
+                "atomicCAS": ("int", "unsigned int", "unsigned long long", "unsigned short")}
 BUILTINS = {"threadIdx": "t", "blockIdx": "b", "blockDim": "bd", "gridDim": "gd"}
+#: Loads and stores with a cache hint (__ldg: through the read-only cache): on the executor, a plain *p and *p = v.
+HINTED_LOADS = ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv")
+HINTED_STORES = ("__stwb", "__stcg", "__stcs", "__stwt")
 
 
 @dataclass
@@ -998,6 +1007,8 @@ class Translator:
             return self.min_max_abs(name, args, line)
         if name in ATOMICS:
             return self.atomic(name, args, line)
+        if name in HINTED_LOADS or name in HINTED_STORES:
+            return self.hinted(name, args, line)
         raise UnsupportedSyntax(f"the function {name}(): the CPU executor knows the common math functions "
                                 "(expf, sqrtf, fmaxf, ...), min, max, abs, atomicAdd and your __device__ "
                                 "functions defined above it", line)
@@ -1015,13 +1026,28 @@ class Translator:
             raise CudaCError(f"{name} on memory a pointer to const points to: it writes there (NVRTC: no "
                              f"instance of {name} matches)", line)
         etype = ptype.scalar
-        unsigned = name in ("atomicInc", "atomicDec")
-        if name in INTEGER_ATOMICS and (not is_int(etype) or (unsigned and etype != UINT)):
-            raise CudaCError(f"{name} works on {'unsigned int' if unsigned else 'whole numbers'}; this address "
-                             f"points to a {etype}", line)
+        if etype.name not in ATOMIC_TYPES[name]:
+            hint = (" (for a float maximum or minimum: an atomicCAS loop on __float_as_int's bits, or atomicMax on "
+                    "them for values that are never negative)" if name in ("atomicMax", "atomicMin") and
+                    is_float(etype) else "")
+            raise CudaCError(f"{name} on a {etype}: CUDA has {name} for {', '.join(ATOMIC_TYPES[name])} only "
+                             f"(NVRTC: no instance of overloaded function \"{name}\" matches the argument list)"
+                             f"{hint}", line)
         values = [self.convert(a, etype, line) for a in args[1:]]
         compare = f", compare={values[0]}" if name == "atomicCAS" else ""
         return f"_c.atomic({name!r}, {ptr}, {values[-1]}, {line}, {self.mask}{compare})", etype
+
+    def hinted(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """__ldg(p) (a load through the read-only cache) and the other cache-hinted loads and stores: *p, *p = v."""
+        self.arity(name, args, 1 if name in HINTED_LOADS else 2, line)
+        if not self.type_of(args[0]).pointer:
+            raise CudaCError(f"{name}'s first argument is an address: {name}(&a[i]) or {name}(a + i)", line)
+        target = c_ast.UnaryOp("*", args[0], args[0].coord)
+        if name in HINTED_LOADS:
+            return self.expr(target)
+        if self.type_of(args[0]).const:
+            raise CudaCError(f"{name} through a pointer to const: it writes there", line)
+        return self.assign(target, "=", args[1], line), CType("void")
 
     def printf(self, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """printf("format", values...): each active thread's line, in thread order (the format goes to the
