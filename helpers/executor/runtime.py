@@ -186,6 +186,11 @@ def _rd(c: Lanes, x: Any, line: int, m: Any, b: Any) -> Any:
     return x
 
 
+def _vrd(c: Lanes, v: tuple[Any, ...], line: int, m: Any, b: Any) -> tuple[Any, ...]:
+    """A vector variable declared without a value, read whole: each member as _rd reads it."""
+    return tuple(_rd(c, x, line, m, b) for x in v)
+
+
 # ------------------------------------------------------------------------------------------------ values
 
 
@@ -431,7 +436,7 @@ def namespace() -> dict[str, Any]:
                  _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
                  _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset, _vput=_vput,
                  _isnull=_isnull, _bit_popc=_bit_popc, _bit_clz=_bit_clz, _bit_ffs=_bit_ffs, _bit_brev=_bit_brev,
-                 _vset=_vset, _vptr=_vptr)
+                 _vset=_vset, _vptr=_vptr, _vrd=_vrd)
     return names
 
 

@@ -42,6 +42,7 @@ from .c_types import (
 )
 from .front import CudaCError, UnsupportedSyntax, has_side_effects
 from .printing import ESCAPES
+from .runtime import namespace
 
 #: CUDA's fast-math intrinsics of one and two floats (the GPU's approximate or explicitly rounded versions; here
 #: NumPy's float32 functions, which are at least as accurate).
@@ -237,7 +238,7 @@ class Translator:
     def known(self, code: str) -> int | None:
         """The value of translated code made only of numbers and const ints, else None."""
         value = self.evaluate(code)
-        return value if isinstance(value, int) else None
+        return int(value) if isinstance(value, int | np.integer) and not isinstance(value, bool) else None
 
     def evaluate(self, code: str) -> Any:
         """Translated code made only of numbers and constants, evaluated now (None if it needs a variable)."""
@@ -270,9 +271,6 @@ class Translator:
         if self.returns.name != "void":
             self.emit(1, f"_fell_off(_c, {MASK})")
         self.emit(1, "return _rv")
-        if self.barriers and not kernel:
-            raise UnsupportedSyntax(f"__syncthreads() in the __device__ function {name}: call it in the kernel "
-                                    "itself", line)
         fn.python = "\n".join(self.lines)
         fn.barriers = self.barriers
         return fn
@@ -804,6 +802,8 @@ class Translator:
         var = self.lookup(node.name, line)
         if var.cell:
             return f"_c.lda({var.py}, (0,), {line}, {self.mask})", var.type
+        if var.unset and vectors.is_vector(var.type):  # each member read as set
+            return f"_vrd(_c, {var.py}, {line}, {self.mask})", var.type
         if var.unset:
             return f"_rd(_c, {var.py}, {line}, {self.mask})", var.type
         return var.py, var.type
@@ -830,9 +830,8 @@ class Translator:
     def unary(self, node: c_ast.UnaryOp, line: int | None) -> tuple[str, CType]:  # noqa: C901
         op = node.op
         if op == "sizeof":
-            ctype = self.ctype(node.expr.type, line) if isinstance(node.expr, c_ast.Typename) else None
-            if ctype is None:
-                raise UnsupportedSyntax("sizeof of an expression: write sizeof(float)", line)
+            ctype = self.ctype(node.expr.type, line) if isinstance(node.expr, c_ast.Typename) else \
+                self.type_of(node.expr)
             if ctype.name in ("void", "__auto") and not ctype.pointer:
                 raise CudaCError(f"sizeof({ctype.name}): it has no size (NVRTC: incomplete type)", line)
             return str(8 if ctype.pointer else size_of(ctype.name) * math.prod(ctype.dims)), \
@@ -1030,7 +1029,8 @@ class Translator:
             hint = (" (for a float maximum or minimum: an atomicCAS loop on __float_as_int's bits, or atomicMax on "
                     "them for values that are never negative)" if name in ("atomicMax", "atomicMin") and
                     is_float(etype) else "")
-            raise CudaCError(f"{name} on a {etype}: CUDA has {name} for {', '.join(ATOMIC_TYPES[name])} only "
+            article = "an" if etype.name[0] in "aeiou" else "a"
+            raise CudaCError(f"{name} on {article} {etype}: CUDA has {name} for {', '.join(ATOMIC_TYPES[name])} only "
                              f"(NVRTC: no instance of overloaded function \"{name}\" matches the argument list)"
                              f"{hint}", line)
         values = [self.convert(a, etype, line) for a in args[1:]]
@@ -1066,11 +1066,15 @@ class Translator:
         """A call of one of the source's functions (or a template's instance)."""
         if fn.kernel:
             raise UnsupportedSyntax(f"calling the kernel {fn.name} from a kernel (dynamic parallelism)", line)
+        if len(args) < len(fn.params):
+            from .unit import default_arguments  # the unit translates through this module
+
+            args = [*args, *default_arguments(self.unit, fn.name, len(args), len(fn.params), line)]
         self.arity(fn.name, args, len(fn.params), line)
         converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
         return f"{fn.py_name}(_c, _eff({self.mask}){''.join(', ' + c for c in converted)})", fn.returns
 
-    def deduce(self, name: str, args: list[c_ast.Node], line: int | None) -> list[CType | int]:
+    def deduce(self, name: str, args: list[c_ast.Node], line: int | None) -> list[CType | int | None]:
         """Template `name`'s type arguments from the types of a call's arguments (f(x) with x a float: T = float)."""
         node, params = self.unit.templates[name]
         decls = node.decl.type.args.params if node.decl.type.args else []
@@ -1083,11 +1087,11 @@ class Translator:
             if len(words) == 1 and words[0] not in found:
                 atype = self.type_of(arg)
                 found[words[0]] = CType(atype.name) if pointer or not atype.pointer else atype
-        missing = [p.name for p in params if p.name not in found or p.kind != "type"]
+        missing = [p.name for p in params if (p.name not in found or p.kind != "type") and not p.default]
         if missing:
             raise CudaCError(f"the template arguments of {name} ({', '.join(missing)}) cannot be told from the call: "
                              f"give them, {name}<...>(...)", line)
-        return [found[p.name] for p in params]
+        return [found.get(p.name) if p.kind == "type" else None for p in params]
 
     def math(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """A math function. CUDA compiles C++: exp(x), pow(x, y), ... of floats call the float overloads, as
@@ -1205,9 +1209,33 @@ def _constant_shift(_c: None, a: int, op: str, b: int, bits: int, line: int, *_:
     return a << b if op == "<<" else a >> b
 
 
-#: What a constant array size may refer to while it is evaluated at translation time.
-_CONSTANT_NAMESPACE: dict[str, object] = {**CONVERSIONS, "_shift": _constant_shift, "_c": None, "_m": None,
-                                          "_b": None}
+def _constant_division(quotient: Any, remainder: Any) -> tuple[Any, Any]:
+    """Integer / and % in a constant (N / 32 as an array size): C's, with a division by zero named."""
+    def checked(fn: Any, op: str) -> Any:
+        def run(_c: None, a: int, d: int, line: int, *_: None) -> Any:
+            if d == 0:
+                raise CudaCError(f"{a} {op} 0 in a constant: a division by zero (NVRTC: integer division by zero)",
+                                 line)
+            return fn(_c, a, d, line, None, None)
+        return run
+    return checked(quotient, "/"), checked(remainder, "%")
+
+
+def _constant_namespace() -> dict[str, object]:
+    """What a constant (an array size, a template argument) may use while it is evaluated at translation time:
+    every integer operator, comparisons, &&, ||, !, ?:, min, max and abs."""
+    names: dict[str, object] = {**CONVERSIONS, "_shift": _constant_shift, "_c": None, "_m": None, "_b": None,
+                                "_min": min, "_max": max, "_abs": abs}
+    runtime = namespace()
+    for key in ("_i", "_not", "_land", "_lor", "_tern"):
+        names[key] = runtime[key]
+    for kind in ("int", "unsigned_int", "long_long", "unsigned_long_long"):
+        names[f"_idiv_{kind}"], names[f"_imod_{kind}"] = _constant_division(runtime[f"_idiv_{kind}"],
+                                                                            runtime[f"_imod_{kind}"])
+    return names
+
+
+_CONSTANT_NAMESPACE = _constant_namespace()
 
 
 #: What a kernel nested past Python's limits is told (the parser, the translation and Python's compiler all
