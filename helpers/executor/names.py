@@ -71,7 +71,7 @@ def _open_namespaces(text: str, own: set[str]) -> str:
         end = _brace(text, match.end() - 1)
         text = text[:match.start()] + _blank(text[match.start():match.end()]) + text[match.end():end - 1] + " " + \
             text[end:]
-    if match := re.search(rf"(?<![\w:])namespace(?!\w)", text):
+    if match := re.search(r"(?<![\w:])namespace(?!\w)", text):
         raise UnsupportedSyntax("this namespace declaration: the executor reads `namespace NAME { ... }` and "
                                 "`namespace cg = cooperative_groups;`", line_of(text, match.start()))
     return text

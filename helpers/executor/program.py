@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..validate import positive_int
-from . import warp
+from . import groups, warp
 from .arguments import MAX_LAUNCH_THREADS, arguments, dynamic_shared_bytes, executor_shape
 from .counters import WARP, Counters
 from .front import CudaCError
@@ -81,7 +81,7 @@ class Program:
         self.functions, self.kernels, self._exported = unit.functions, unit.kernels, unit.exported
         self.constant_arrays = unit.constant_arrays  # __constant__ memory, filled by the host between launches
         self.syncwarp = unit.syncwarp
-        names = namespace() | warp.RUNTIME
+        names = namespace() | warp.RUNTIME | groups.RUNTIME
         code = "\n\n".join(dict.fromkeys(f.python for f in self.functions.values()))
         try:
             compiled = compile(code, "<kernel>", "exec")

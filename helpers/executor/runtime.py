@@ -461,6 +461,9 @@ class Lanes:
         self.real = None if self.padded == self.threads else tid < self.threads
         self.alive: Any = None  # the lanes that have not returned from the kernel (None: all)
         self.gid = blk * self.threads + tid
+        self.rank = tid.astype(np.uint32)  # the thread's linear index in its block (a thread_block's thread_rank)
+        self.bd = np.uint32(self.threads)
+        self.blocks_in_grid = np.uint64(gdx * gdy * run.grid[2])
         self.first_block = first_block
         u = np.uint32
         self.tx, self.ty, self.tz = (tid % bdx).astype(u), (tid // bdx % bdy).astype(u), (tid // (bdx * bdy)).astype(u)

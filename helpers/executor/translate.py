@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pycparser import c_ast
 
-from . import vectors, warp
+from . import groups, vectors, warp
 from .c_types import (
     BOOL,
     CONVERSIONS,
@@ -190,7 +190,7 @@ class Translator:
             words = [w for w in node.type.names]
             if len(words) == 1 and words[0] in self.typedefs:
                 return self.typedefs[words[0]]
-            if len(words) == 1 and words[0] in (*VECTORS, "__auto"):
+            if len(words) == 1 and (words[0] in (*VECTORS, "__auto") or words[0].startswith(("__cg_", "__wmma_"))):
                 return CType(words[0])
             name = type_name(words)
             if name is None:
@@ -696,6 +696,12 @@ class Translator:
             frm, code = CType(frm.name, pointer=True), f"_c.decay({code})"
         if to.pointer or frm.pointer:
             return self.pointer_cast(code, frm, to, line)
+        if groups.is_group(frm) or groups.is_group(to):
+            if frm == to:
+                return code
+            raise UnsupportedSyntax(f"a {frm.name.removeprefix('__cg_')} where a {to.name.removeprefix('__cg_')} is "
+                                    "wanted: the executor keeps each group its own type (cg::thread_block, "
+                                    "cg::thread_block_tile<32>)", line)
         if vectors.is_vector(frm) or vectors.is_vector(to):
             if frm == to:
                 return code
@@ -784,8 +790,12 @@ class Translator:
         return self.cast(code, frm, to, line), to
 
     def member(self, node: c_ast.StructRef, line: int | None) -> tuple[str, CType]:
-        """threadIdx.x and the other built-ins' members, or a vector's (v.x)."""
+        """threadIdx.x and the other built-ins' members (block.group_index().x too), or a vector's (v.x)."""
         base = _name(node.name)
+        call = node.name
+        if isinstance(call, c_ast.FuncCall) and isinstance(call.name, c_ast.StructRef) and \
+                call.name.field.name in groups.DIM3 and groups.is_group(self.type_of(call.name.name)):
+            base = groups.DIM3[call.name.field.name]
         if base not in BUILTINS:
             return vectors.member(self, node, line)
         if node.type != "." or node.field.name not in ("x", "y", "z"):
@@ -966,6 +976,14 @@ class Translator:
     def call(self, node: c_ast.FuncCall, line: int | None) -> tuple[str, CType]:
         name = _name(node.name)
         args = node.args.exprs if node.args is not None else []
+        if isinstance(node.name, c_ast.StructRef):  # block.sync(), tile.shfl_down(v, 1): a group's method
+            group = self.type_of(node.name.name)
+            if not groups.is_group(group) or node.name.type != ".":
+                raise UnsupportedSyntax(f"the method call .{node.name.field.name}(): only cooperative groups have "
+                                        "methods here", line)
+            return groups.method(self, node.name.field.name, group, args, line)
+        if name.startswith("__cg_"):
+            return groups.function(self, name, args, line)
         if name == "__syncthreads":
             raise UnsupportedSyntax("__syncthreads() inside an expression: make it a statement of its own", line)
         if name in self.unit.calls:  # f<float, 4>(...)

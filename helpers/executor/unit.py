@@ -120,7 +120,7 @@ def _translate(source: str, name_expressions: Sequence[str]) -> Unit:
     for item in tree.ext:
         line = item.coord.line if item.coord else None
         if isinstance(item, c_ast.Typedef):
-            if line != 1 or item.name not in skip:  # typedef float T; (a type placeholder)
+            if line != 1 or (item.name not in skip and not item.name.startswith(("__cg_", "__wmma_"))):
                 ctype = Translator(unit, False).ctype(item.type, line)
                 if ctype.pointer or ctype.dims:
                     raise UnsupportedSyntax("a typedef of a pointer or an array", line)
