@@ -48,6 +48,7 @@ class Launch:
     steps: int = 0
     printed: int = 0  # printf lines so far
     syncwarp: bool = False  # the kernel's source calls __syncwarp()
+    volatile_lines: frozenset[int] = frozenset()  # lines whose shared accesses go through a volatile name
     counters: Counters = field(default_factory=Counters)
     paths: dict[tuple[tuple[int, int, int], tuple[int, int, int]], Path] | None = None
     traced: int = 0  # the branch and loop tests recorded in paths so far
@@ -81,6 +82,7 @@ class Program:
         self.functions, self.kernels, self._exported = unit.functions, unit.kernels, unit.exported
         self.constant_arrays = unit.constant_arrays  # __constant__ memory, filled by the host between launches
         self.syncwarp = unit.syncwarp
+        self.volatile_lines = frozenset(unit.volatile_lines)
         names = namespace() | warp.RUNTIME | groups.RUNTIME
         code = "\n\n".join(dict.fromkeys(f.python for f in self.functions.values()))
         try:
@@ -127,7 +129,7 @@ class Program:
         for (i, _), pointer in zip(arrays, pointers, strict=True):
             values[i] = pointer
         run = Launch(name, grid3, block3, positive_int("max_steps", max_steps, "loop rounds a launch may take"),
-                     dynamic_shared_bytes(shared_mem), syncwarp=self.syncwarp)
+                     dynamic_shared_bytes(shared_mem), syncwarp=self.syncwarp, volatile_lines=self.volatile_lines)
         if trace:
             run.paths = {}
             for b in np.ndindex(*grid3[::-1]):

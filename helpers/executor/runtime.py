@@ -896,7 +896,12 @@ class Lanes:
             raise self.fault("write to a read-only array", f"writes {p.name}[{int(f[0]) - p.start}], but the array "
                              f"passed as {p.name} is read-only (its flags.writeable is False): pass a writable copy, "
                              "a.copy()", line, int(lanes[0]))
-        return p.alloc.data, f
+        alloc = p.alloc
+        if alloc.writer is not None:  # another thread's plain store, nothing ordering it before this atomic
+            memory.global_race(self, p, f, lanes, line, "atomically update")
+        if alloc.reader is not None:  # kept as a read: a plain store after it by another thread races
+            memory.record_reads(self, p, f, lanes, line)
+        return alloc.data, f
 
     def _shared_atomic(self, p: SharedRef, line: int, e: Any, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The data an atomic on a shared or local array updates and each lane's element: in bounds, written

@@ -148,6 +148,7 @@ class Translator:
         self.mask = MASK  # the mask arguments where the expression being translated runs
         self.lambdas = 0  # how deep in a ?: branch or the right side of && / ||: no assignments there
         self.flops = 0  # floating-point operations in the statement being translated
+        self.volatile: set[str] = set()  # the names declared volatile (volatile float* s, volatile __shared__ ...)
 
     # -------------------------------------------------------------------- scopes and output
 
@@ -265,6 +266,8 @@ class Translator:
         fn = Function(name, params, "", kernel, False, self.returns, const=const, py_name=py_name)
         self.functions[name] = fn  # recursion finds itself
         args = [self.declare(pname, ptype, line) for pname, ptype in params]
+        self.volatile |= {p.name for p in (decl.type.args.params if decl.type.args else [])
+                          if isinstance(p, c_ast.Decl) and _is_volatile(p)}
         self.emit(0, f"def {py_name}(_c, _b{''.join(', ' + a for a in args)}):")
         self.emit(1, "_m = _rv = None")
         self.block(node.body, 1)
@@ -432,6 +435,8 @@ class Translator:
 
     def declaration(self, node: c_ast.Decl, depth: int) -> None:
         line = node.coord.line
+        if _is_volatile(node):
+            self.volatile.add(node.name)
         if isinstance(node.type, c_ast.FuncDecl):
             raise UnsupportedSyntax("a function declared inside a function", line)
         if "register" in (node.storage or []):
@@ -617,6 +622,8 @@ class Translator:
         while isinstance(base, c_ast.ArrayRef):
             indices.insert(0, base.subscript)
             base = base.name
+        if isinstance(base, c_ast.ID) and base.name in self.volatile and line:
+            self.unit.volatile_lines.add(line)  # warp-synchronous code through it: told apart from plain code
         code, btype = self.expr(base)
         if btype.pointer:
             if len(indices) != 1:
@@ -1210,6 +1217,14 @@ def _character(text: str, line: int | None) -> tuple[str, CType]:
         raise UnsupportedSyntax(f"the character {text[:12]}: the executor reads one ASCII character or a simple "
                                 "escape ('\\n', '\\0')", line)
     return str(value), CType("char")
+
+
+def _is_volatile(decl: c_ast.Decl) -> bool:
+    """Whether a declaration is volatile: volatile float* s (what it points to), volatile __shared__ float s[64]."""
+    node = decl.type
+    while isinstance(node, c_ast.PtrDecl | c_ast.ArrayDecl):
+        node = node.type
+    return "volatile" in (decl.quals or []) or "volatile" in (getattr(node, "quals", None) or [])
 
 
 def _name(node: c_ast.Node) -> str:

@@ -35,6 +35,7 @@ class Unit:
     kernels: list[str] = field(default_factory=list)  # what a launch may name
     exported: set[str] = field(default_factory=set)
     syncwarp: bool = False  # whether any function calls __syncwarp()
+    volatile_lines: set[int] = field(default_factory=set)  # lines that index an array through a volatile name
 
     def instance(self, name: str, given: list[CType | int | None], line: int | None) -> Function:
         """The translated instance of template `name` for these arguments (translated once); an argument not given
