@@ -108,8 +108,9 @@ def preprocess(source: str) -> Preprocessed:
                   r"(?!\w))", "      ", read.text)  # a static function: static only limits where its name is seen
     text = re.sub(r"(?<![\w.])static(?=\s+(?:const|constexpr)\s)", "      ", text)  # a file-scope constant
     text = lower_names(text, read.includes)
+    half = ("half", "__half") if {"cuda_fp16.h", "mma.h"} & read.includes else ()
     for number, line in enumerate(text.split("\n"), 1):
-        _refuse_outside_the_subset(line, number)
+        _refuse_outside_the_subset(line, number, half)
     own = _own_names(text, read.defines)
     text = _expand(text, read.defines)
     for number, line in enumerate(text.split("\n"), 1):
@@ -122,7 +123,8 @@ def preprocess(source: str) -> Preprocessed:
     text = lowered.text
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)
-    types = "".join(f"typedef int {name}; " for name in sorted((lowered.type_names | made) - set(PRELUDE_TYPES)))
+    types = "".join(f"typedef int {name}; " for name in sorted((lowered.type_names | made | set(half))
+                                                                 - set(PRELUDE_TYPES)))
     return Preprocessed(_PRELUDE + types + text, kernels, exported, lowered, read.includes)
 
 
@@ -142,7 +144,7 @@ def _extern_blocks(text: str) -> str:
     return text
 
 
-def _refuse_outside_the_subset(line: str, number: int) -> None:
+def _refuse_outside_the_subset(line: str, number: int, half: tuple[str, ...] = ()) -> None:
     """An UnsupportedSyntax for a word on this line that the executor does not run, or NVRTC does not define."""
     if "$" in line:
         raise UnsupportedSyntax("'$' in a name: the CPU executor takes names of letters, digits and _ (some "
@@ -153,7 +155,12 @@ def _refuse_outside_the_subset(line: str, number: int) -> None:
                 continue
             raise UnsupportedSyntax(f"{word!r} is not in the subset the CPU executor runs", number)
     for word in _UNSUPPORTED_TYPES:
+        if word in half and word in ("half", "__half"):
+            continue
         if re.search(rf"(?<![\w.]){word}\s*\*?\s+[A-Za-z_]", line):
+            if word in ("half", "__half"):
+                raise UnsupportedSyntax(f"the type {word} comes from <cuda_fp16.h> (or <mma.h>): #include it first "
+                                        f"(NVRTC: identifier \"{word}\" is undefined)", number)
             raise UnsupportedSyntax(f"the type {word}: the CPU executor runs bool, char, short, int, long long, "
                                     "float, double (each integer may be unsigned) and float2/float4/int2/int4",
                                     number)

@@ -478,6 +478,7 @@ class Lanes:
         self.real_warps = blocks * -(-self.threads // WARP)
         self.real_lanes = blocks * self.threads
         self.warp_sync = memory.WarpSync(self.lanes, run.syncwarp)  # __syncwarp() calls, for the race check
+        self.mapping = run.mapping  # how a WMMA fragment's x[i] maps to tile elements (helpers.executor.wmma)
         self.cas_failed: dict[int, int] = {}  # an atomicCAS line's rounds in a row that no lane won
         self.cas_held: dict[int, tuple[int, int]] = {}  # the lane that last won it, and the element
 

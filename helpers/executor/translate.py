@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pycparser import c_ast
 
-from . import groups, vectors, warp
+from . import groups, vectors, warp, wmma
 from .c_types import (
     BOOL,
     CONVERSIONS,
@@ -445,6 +445,13 @@ class Translator:
             self.array(node, depth, line)
             return
         ctype = self.declared_type(node, line)
+        if wmma.is_fragment(ctype):
+            if node.init is not None:
+                raise UnsupportedSyntax("a fragment declared with a value: declare it, then fill_fragment or "
+                                        "load_matrix_sync", line)
+            py = self.declare(node.name, ctype, line)
+            self.emit(depth, f"{py} = {wmma.declare(self, ctype, line)}")
+            return
         if "static" in (node.storage or []):
             self.shared_cell(node, ctype, depth, line)
             return
@@ -569,6 +576,9 @@ class Translator:
         if self.lambdas:
             raise UnsupportedSyntax("an assignment, ++ or -- inside ?:, && or ||: only some threads would run "
                                     "it; write an if", line)
+        if isinstance(target, c_ast.ArrayRef) and (
+                found := wmma.assign_element(self, target, value, op, line)) is not None:
+            return found  # frag.x[i] = v
         self.writable(target, line)
         rhs, ttype = self.assign_value(target, op, value, line)
         if isinstance(target, c_ast.StructRef):
@@ -754,6 +764,8 @@ class Translator:
             return self.identifier(node, line)
         if isinstance(node, c_ast.StructRef):
             return self.member(node, line)
+        if isinstance(node, c_ast.ArrayRef) and (found := wmma.element(self, node, line)) is not None:
+            return found  # frag.x[i]
         if isinstance(node, c_ast.ArrayRef) or (isinstance(node, c_ast.UnaryOp) and node.op == "*"):
             kind, base, index = self.address(node, line)
             if kind == "row":  # a row of a 2-D array, used as a pointer to its first element
@@ -799,6 +811,9 @@ class Translator:
     def member(self, node: c_ast.StructRef, line: int | None) -> tuple[str, CType]:
         """threadIdx.x and the other built-ins' members (block.group_index().x too), or a vector's (v.x)."""
         base = _name(node.name)
+        if node.field.name == "num_elements" and isinstance(node.name, c_ast.ID) and \
+                wmma.is_fragment(self.lookup(node.name.name, line).type):
+            return str(wmma.num_elements(self.lookup(node.name.name, line).type, line)), INT
         call = node.name
         if isinstance(call, c_ast.FuncCall) and isinstance(call.name, c_ast.StructRef) and \
                 call.name.field.name in groups.DIM3 and groups.is_group(self.type_of(call.name.name)):
@@ -983,14 +998,9 @@ class Translator:
     def call(self, node: c_ast.FuncCall, line: int | None) -> tuple[str, CType]:
         name = _name(node.name)
         args = node.args.exprs if node.args is not None else []
-        if isinstance(node.name, c_ast.StructRef):  # block.sync(), tile.shfl_down(v, 1): a group's method
-            group = self.type_of(node.name.name)
-            if not groups.is_group(group) or node.name.type != ".":
-                raise UnsupportedSyntax(f"the method call .{node.name.field.name}(): only cooperative groups have "
-                                        "methods here", line)
-            return groups.method(self, node.name.field.name, group, args, line)
-        if name.startswith("__cg_"):
-            return groups.function(self, name, args, line)
+        library = self.library(node, name, args, line)
+        if library is not None:
+            return library
         if name == "__syncthreads":
             raise UnsupportedSyntax("__syncthreads() inside an expression: make it a statement of its own", line)
         if name in self.unit.calls:  # f<float, 4>(...)
@@ -1031,8 +1041,6 @@ class Translator:
             return self.min_max_abs(name, args, line)
         if name in ATOMICS:
             return self.atomic(name, args, line)
-        if name in HINTED_LOADS or name in HINTED_STORES:
-            return self.hinted(name, args, line)
         raise UnsupportedSyntax(f"the function {name}(): the CPU executor knows the common math functions "
                                 "(expf, sqrtf, fmaxf, ...), min, max, abs, atomicAdd and your __device__ "
                                 "functions defined above it", line)
@@ -1061,6 +1069,34 @@ class Translator:
         values = [self.convert(a, etype, line) for a in args[1:]]
         compare = f", compare={values[0]}" if name == "atomicCAS" else ""
         return f"_c.atomic({name!r}, {ptr}, {values[-1]}, {line}, {self.mask}{compare})", etype
+
+    def library(self, node: c_ast.FuncCall, name: str, args: list[c_ast.Node],
+                line: int | None) -> tuple[str, CType] | None:
+        """A call into CUDA's headers (cooperative groups, WMMA, cuda_fp16.h, the cache-hinted loads), or None."""
+        if isinstance(node.name, c_ast.StructRef):  # block.sync(), tile.shfl_down(v, 1): a group's method
+            group = self.type_of(node.name.name)
+            if not groups.is_group(group) or node.name.type != ".":
+                raise UnsupportedSyntax(f"the method call .{node.name.field.name}(): only cooperative groups have "
+                                        "methods here", line)
+            return groups.method(self, node.name.field.name, group, args, line)
+        if name.startswith("__cg_"):
+            return groups.function(self, name, args, line)
+        if name.startswith("__wmma_"):
+            return wmma.call(self, name, args, line)
+        if name in wmma.HALF_FUNCTIONS:
+            return self.half_function(name, args, line)
+        if name in HINTED_LOADS or name in HINTED_STORES:
+            return self.hinted(name, args, line)
+        return None
+
+    def half_function(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """cuda_fp16.h's conversions and arithmetic: __float2half, __half2float, __hadd, __hmul, __hfma, ..."""
+        wanted, result = wmma.HALF_FUNCTIONS[name]
+        self.arity(name, args, len(wanted), line)
+        values = [self.convert(a, t, line) for a, t in zip(args, wanted, strict=True)]
+        if name in wmma.HALF_CODE:
+            return wmma.HALF_CODE[name].format(*values), result
+        return self.cast(values[0], wanted[0], result, line), result
 
     def hinted(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """__ldg(p) (a load through the read-only cache) and the other cache-hinted loads and stores: *p, *p = v."""

@@ -36,6 +36,8 @@ class Unit:
     exported: set[str] = field(default_factory=set)
     syncwarp: bool = False  # whether any function calls __syncwarp()
     volatile_lines: set[int] = field(default_factory=set)  # lines that index an array through a volatile name
+    wmma: bool = False  # whether any function makes a WMMA call
+    fragment_elements: bool = False  # whether any function reads or writes a fragment's x[i]
 
     def instance(self, name: str, given: list[CType | int | None], line: int | None) -> Function:
         """The translated instance of template `name` for these arguments (translated once); an argument not given
@@ -121,7 +123,8 @@ def _translate(source: str, name_expressions: Sequence[str]) -> Unit:
     for item in tree.ext:
         line = item.coord.line if item.coord else None
         if isinstance(item, c_ast.Typedef):
-            if line != 1 or (item.name not in skip and not item.name.startswith(("__cg_", "__wmma_"))):
+            if line != 1 or (item.name not in skip and not item.name.startswith(("__cg_", "__wmma_"))
+                             and item.name not in ("half", "__half")):
                 ctype = Translator(unit, False).ctype(item.type, line)
                 if ctype.pointer or ctype.dims:
                     raise UnsupportedSyntax("a typedef of a pointer or an array", line)
