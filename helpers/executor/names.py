@@ -126,8 +126,22 @@ def _needs_headers(text: str, includes: set[str]) -> None:
                          line_of(text, found.start()))
 
 
-def _number(text: str, line: int, what: str) -> int:
+def _constants(text: str) -> dict[str, str]:
+    """The source's whole-number constants, `const int WMMA_M = 16, WMMA_N = 16;` (for template arguments)."""
+    found: dict[str, str] = {}
+    for group in re.findall(r"(?<!\w)(?:const|constexpr)\s+(?:unsigned\s+|signed\s+)?(?:int|long|short|size_t|"
+                            r"unsigned)\s+([^;{}()]+);", text):
+        for part in group.split(","):
+            name, _, value = (x.strip() for x in part.partition("="))
+            value = re.sub(r"[A-Za-z_]\w*", lambda m: found.get(m.group(0), m.group(0)), value)
+            if re.fullmatch(r"[A-Za-z_]\w*", name) and re.fullmatch(r"[\d\s+\-*/%()]+", value):
+                found[name] = f"({value})"
+    return found
+
+
+def _number(text: str, line: int, what: str, constants: dict[str, str] | None = None) -> int:
     """A template argument that must be a whole number known now (digits and arithmetic, #defines expanded)."""
+    text = re.sub(r"[A-Za-z_]\w*", lambda m: (constants or {}).get(m.group(0), m.group(0)), text)
     if not re.fullmatch(r"[\d\s+\-*/%()<>]+", text):
         raise UnsupportedSyntax(f"{what}<{text.strip()}>: the executor needs a number here (or a #define of one)",
                                 line)
@@ -139,6 +153,7 @@ def instances(text: str) -> tuple[str, set[str]]:
     is __cg_tiled_partition_32(b), plus<float>() is __cg_plus(), and a WMMA fragment<matrix_a, 16, 16, 16, half,
     row_major> is __wmma_frag_matrix_a_16_16_16_half_row_major. Returns the text and the type names made."""
     types: set[str] = set()
+    constants = _constants(text)
     pattern = re.compile(r"(?<!\w)(__cg_thread_block_tile|__cg_tiled_partition|__cg_(?:plus|less|greater|bit_and|"
                          r"bit_or|bit_xor)|__wmma_fragment)\s*<")
     while match := pattern.search(text):
@@ -147,12 +162,12 @@ def instances(text: str) -> tuple[str, set[str]]:
         inner = text[match.end():end - 1]
         kind = match.group(1)
         if kind == "__cg_thread_block_tile":
-            name = f"__cg_tile_{_number(inner, line, 'thread_block_tile')}"
+            name = f"__cg_tile_{_number(inner, line, 'thread_block_tile', constants)}"
             types.add(name)
         elif kind == "__cg_tiled_partition":
-            name = f"__cg_tiled_partition_{_number(inner, line, 'tiled_partition')}"
+            name = f"__cg_tiled_partition_{_number(inner, line, 'tiled_partition', constants)}"
         elif kind == "__wmma_fragment":
-            name = fragment_name(inner, line)
+            name = fragment_name(inner, line, constants)
             types.add(name)
         else:
             name = kind
@@ -167,7 +182,7 @@ def instances(text: str) -> tuple[str, set[str]]:
     return text, types
 
 
-def fragment_name(inner: str, line: int) -> str:
+def fragment_name(inner: str, line: int, constants: dict[str, str]) -> str:
     """A WMMA fragment's type as one name: its use, shape, element type and layout (none for an accumulator)."""
     from .cxx import split_arguments
 
@@ -176,7 +191,7 @@ def fragment_name(inner: str, line: int) -> str:
         raise CudaCError(f"fragment<{inner.strip()[:60]}>: a fragment is fragment<use, m, n, k, type> with a layout "
                          "(row_major or col_major) for matrix_a and matrix_b", line)
     use = parts[0].removeprefix("__wmma_")
-    shape = [_number(p, line, "fragment") for p in parts[1:4]]
+    shape = [_number(p, line, "fragment", constants) for p in parts[1:4]]
     element = {"__half": "half", "half": "half", "float": "float", "__nv_bfloat16": "bf16", "int": "int",
                "unsigned char": "u8", "signed char": "s8", "double": "double",
                "__wmma_precision::tf32": "tf32"}.get(parts[4], parts[4].replace(" ", "_").replace(":", "_"))

@@ -99,6 +99,8 @@ def call(t: Any, name: str, args: list[Any], line: int | None) -> tuple[str, CTy
         frag = _fragment(t, args[0] if load else args[1], line)
         use, *_, element, _ = parts(frag[1], line)
         pointer, ptype = t.expr(args[1] if load else args[0])
+        if ptype.dims and ptype.name == element:  # a shared array: a pointer to its first element
+            pointer, ptype = t.cast(pointer, ptype, CType(element, pointer=True), line), CType(element, pointer=True)
         if not ptype.pointer or ptype.name != element:
             raise CudaCError(f"{op} of a {element} fragment needs a pointer to {element}; got a {ptype} (NVRTC: no "
                              f"instance of function \"{op}\" matches)", line)
