@@ -11,6 +11,11 @@ same sources with its own copy of NVRTC.
 A source may #include only CUDA's own headers (ALLOWED_INCLUDES): anything else is refused before NVRTC runs
 (RefusedInclude), since NVRTC would read any file of this machine and quote it in its messages. The messages
 NVRTC gives about any file but the source itself are left out of the log.
+
+Every compile is the reference compile, what CuPy compiles on a GPU: CUDA's headers (the runtime's, cooperative
+groups, cuda_fp16.h, CCCL's nv/target, crt/mma.h) from NVIDIA's pip wheels on the include path
+(`header_folders()`), and the flag CuPy adds for NVRTC 12 and later, --device-as-default-execution-space
+(`reference_options()`).
 """
 
 from __future__ import annotations
@@ -76,11 +81,14 @@ def readable_log(log: str) -> str:
 # What a source may #include, and what of NVRTC's log is shown
 
 #: The headers a source may #include: CUDA's own (half and bfloat16 types, the runtime's declarations,
-#: cooperative groups) and C's maths and fixed-width integers, plus libcu++'s <cuda/std/NAME>. The series' own
-#: sources include none of them.
-ALLOWED_INCLUDES = ("cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "cooperative_groups.h", "math.h", "cmath",
-                    "stdint.h", "cstdint")
-_ALLOWED_TARGET = re.compile(rf"<(?:{'|'.join(map(re.escape, ALLOWED_INCLUDES))}|cuda/std/[A-Za-z_]\w*)>")
+#: cooperative groups, WMMA's mma.h) and C's maths and fixed-width integers (NVRTC has no copy of those: it says
+#: so), plus <cooperative_groups/NAME.h>, libcu++'s <cuda/NAME> and <cuda/std/NAME>. The series' own sources
+#: include none of them.
+ALLOWED_INCLUDES = ("cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "cuda_runtime_api.h",
+                    "device_launch_parameters.h", "cooperative_groups.h", "mma.h", "math.h", "cmath", "stdint.h",
+                    "cstdint")
+_ALLOWED_TARGET = re.compile(rf"<(?:{'|'.join(map(re.escape, ALLOWED_INCLUDES))}"
+                             r"|cooperative_groups/[A-Za-z_]\w*\.h|cuda/(?:std/)?[A-Za-z_]\w*)>")
 #: Directives that read a file: #include and its relatives (the digraph %: is a #), and a name spelt with a
 #: universal character name (\\u0069nclude), which no header of CUDA's needs.
 _READS_A_FILE = re.compile(r"(?:#|%:)[ \t\f\v\r]*((?:include_next|include|import|embed)(?!\w)|\\[uU])(.*)")
@@ -123,7 +131,8 @@ def refused_include(source: str) -> str | None:
                 if found and not (found[1] == "include" and _ALLOWED_TARGET.fullmatch(found[2].strip())):
                     shown = "#" + found[0].lstrip("#%:").strip()  # as written, the digraph %: shown as #
                     return (f"{shown[:80]} is refused: a kernel may include only CUDA's own headers: "
-                            f"{', '.join(f'<{h}>' for h in ALLOWED_INCLUDES)} and <cuda/std/...>")
+                            f"{', '.join(f'<{h}>' for h in ALLOWED_INCLUDES)}, <cooperative_groups/...>, "
+                            "<cuda/...> and <cuda/std/...>")
     return None
 
 
@@ -156,15 +165,74 @@ def own_messages(log: str, own: set[str]) -> str:
 WHEEL_FOLDERS = ("cuda_nvrtc", "cu13")
 
 
+#: CUDA's headers that the reference compile puts on NVRTC's include path, from NVIDIA's pip wheels, by NVRTC's
+#: major version: what each part holds (a file that marks it), the folders under the `nvidia` namespace package
+#: where a wheel puts it (first found wins), and the wheels. CUDA 12's crt/mma.h comes with nvidia-cuda-nvcc-cu12
+#: (40 MB, preinstalled on Colab's GPU runtime) or, failing that, CUDA 13's 166 KB nvidia-cuda-crt, whose mma.h
+#: NVRTC 12 compiles too (tests/test_nvrtc.py compiles WMMA kernels with it).
+HEADER_WHEELS: dict[int, tuple[tuple[str, tuple[str, ...], str], ...]] = {
+    12: (("cuda_runtime.h", ("cuda_runtime/include",), "nvidia-cuda-runtime-cu12"),
+         ("nv/target", ("cuda_cccl/include",), "nvidia-cuda-cccl-cu12"),
+         ("crt/mma.h", ("cuda_nvcc/include", "cu13/include"), "nvidia-cuda-crt")),
+    13: (("cuda_runtime.h", ("cu13/include",), "nvidia-cuda-runtime"),
+         ("nv/target", ("cu13/include/cccl", "cu13/include"), "nvidia-cuda-cccl"),
+         ("crt/mma.h", ("cu13/include",), "nvidia-cuda-crt")),
+}
+#: The flag CuPy adds when it compiles with NVRTC 12 or later: a function with no __device__ or __host__ is a
+#: device function (cupy/cuda/compiler.py, compile_using_nvrtc).
+CUPY_FLAGS = ("--device-as-default-execution-space",)
+
+
+def _nvidia_roots() -> list[Path]:
+    """The folders of the `nvidia` namespace package that NVIDIA's pip wheels install into."""
+    try:
+        import nvidia  # a namespace package: no __file__, only __path__
+    except ImportError:
+        return []
+    return [Path(path) for path in nvidia.__path__]
+
+
+def _major() -> int:
+    """NVRTC's major version here (12 when it is absent: the headers then serve no compile)."""
+    return int(version().split(".")[0]) if available() else 12
+
+
+@lru_cache(maxsize=1)
+def _headers() -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """The header folders found for this NVRTC's CUDA version, and the wheels of the parts not found."""
+    parts = HEADER_WHEELS.get(_major(), HEADER_WHEELS[12])
+    found: list[Path] = []
+    missing = []
+    for marker, folders, wheel in parts:
+        place = next((root / folder for folder in folders for root in _nvidia_roots()
+                      if (root / folder / marker).exists()), None)
+        if place is None:
+            missing.append(wheel)
+        elif place not in found:
+            found.append(place)
+    return tuple(found), tuple(missing)
+
+
+def header_folders() -> tuple[Path, ...]:
+    """The folders of CUDA's headers the reference compile includes: the runtime's, CCCL's and crt's."""
+    return _headers()[0]
+
+
+def missing_headers() -> str:
+    """What of CUDA's headers is missing here and how to install it, or '' when every part is there."""
+    missing = _headers()[1]
+    return f"CUDA's headers are not all installed here: pip install {' '.join(missing)}" if missing else ""
+
+
+def reference_options() -> tuple[str, ...]:
+    """NVRTC's options for the reference compile: CuPy's flag and an -I for each of CUDA's header folders."""
+    return (*CUPY_FLAGS, *(f"-I{folder}" for folder in header_folders()))
+
+
 def _candidates() -> list[str]:
     """Where libnvrtc may be: NVIDIA's pip wheels (CUDA 12, then 13) first, then the system loader's names."""
     found: list[str] = []
-    try:
-        import nvidia  # a namespace package: no __file__, only __path__
-
-        roots = [Path(path) / folder for folder in WHEEL_FOLDERS for path in nvidia.__path__]
-    except ImportError:
-        roots = []
+    roots = [path / folder for folder in WHEEL_FOLDERS for path in _nvidia_roots()]
     patterns = ("nvrtc64_*.dll",) if sys.platform == "win32" else ("libnvrtc.so*",)
     for root in roots:
         for folder in (root / "lib", root / "bin"):
@@ -281,7 +349,8 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
 
     `name` is the file name NVRTC puts in front of each message (`name:12: error: ...`). An #include of anything
     but ALLOWED_INCLUDES raises RefusedInclude before NVRTC runs. `name_expressions` instantiate templates as
-    CuPy's RawModule(name_expressions=[...]) does ('scale<float, 128>').
+    CuPy's RawModule(name_expressions=[...]) does ('scale<float, 128>'). `options` come before the reference
+    compile's own (reference_options()), so an -I of the caller's is searched first.
     """
     if not isinstance(source, str) or not source.strip():
         raise ValueError(f"source must be a non-empty string of CUDA C to compile; got {type(source).__name__}")
@@ -299,7 +368,7 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
     try:
         for expression in name_expressions:
             _check(lib, lib.nvrtcAddNameExpression(program, expression.encode()), f"name expression {expression}")
-        flags = [f"--gpu-architecture={arch}", *options]
+        flags = [f"--gpu-architecture={arch}", *options, *reference_options()]
         argv = (ctypes.c_char_p * len(flags))(*(f.encode() for f in flags))
         status = lib.nvrtcCompileProgram(program, len(flags), argv)
         size = ctypes.c_size_t()
@@ -308,6 +377,8 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
         _check(lib, lib.nvrtcGetProgramLog(program, buffer), "log")
         log = own_messages(buffer.value.decode(errors="replace"), _own_files(source, name))
         if status != 0:
+            if "cannot open source file" in log and missing_headers():
+                log += f"\n({missing_headers()}, then restart)"
             raise CompileError(name, arch, log or lib.nvrtcGetErrorString(status).decode())
         _check(lib, lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "machine code size")
         return Compiled(name, arch, int(size.value), log)

@@ -448,14 +448,14 @@ VECTOR_ADD = source("vector_add.cu")
     ((1,), (2048,), None, "block x = 2,048: at most 1,024"),
     ((1,), (0,), None, "positive whole numbers"),
     ((1, 1, 1, 1), (32,), None, "1 to 3"),
-    ((1,), (32,), "python int", "got the Python int 8, which CuPy passes as a 64-bit integer"),
+    ((1,), (32,), "python int", "the Python int 8589934592 does not fit a int"),
     ((1,), (32,), "float64", "an array of float64, but the kernel reads float32"),
     ((1,), (32,), "three", "takes 4 arguments"),
     ((1,), (32,), "strided", "not contiguous"),
 ])
 def test_a_bad_launch_says_what_is_accepted(grid, block, args, message):
     a = np.zeros(8, np.float32)
-    values = {None: (a, a, a, np.int32(8)), "python int": (a, a, a, 8), "float64": (a, a.astype(np.float64), a,
+    values = {None: (a, a, a, np.int32(8)), "python int": (a, a, a, 2**33), "float64": (a, a.astype(np.float64), a,
               np.int32(8)), "three": (a, a, a), "strided": (np.zeros(16, np.float32)[::2], a, a, np.int32(8))}[args]
     with pytest.raises((TypeError, ValueError), match=re.escape(message)):
         Program(VECTOR_ADD).launch("vector_add", grid, block, values)

@@ -58,8 +58,11 @@ def test_a_raw_parameter_is_indexed_by_the_operation(cp):
 def test_a_launch_with_what_cupy_would_misread_is_refused():
     add = cupy_cpu.RawKernel(cuda.kernel_source("vector_add.cu"), "vector_add")
     a = cupy_cpu.zeros(8, dtype=np.float32)
-    with pytest.raises(TypeError, match=r"got the Python int 8, which CuPy passes as a 64-bit integer.*np.int32\(8\)"):
-        add((1,), (32,), (a, a, a, 8))
+    with pytest.raises(TypeError, match=r"got the Python float 8.0, which CuPy passes as a double.*np.int32\(8.0\)"):
+        add((1,), (32,), (a, a, a, 8.0))
+    with pytest.raises(TypeError, match=r"the Python int -2147483649 does not fit a int"):
+        add((1,), (32,), (a, a, a, -2**31 - 1))
+    add((1,), (32,), (a, a, a, 8))  # its low 4 bytes: what a GPU reads
     with pytest.raises(TypeError, match="an array of float64, but the kernel reads float32"):
         add((1,), (32,), (a, a.astype(np.float64), a, np.int32(8)))
     with pytest.raises(TypeError, match="grid must be a tuple"):

@@ -193,3 +193,23 @@ def test_the_numba_worker_refuses_to_run_without_the_simulator(monkeypatch):
     monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
     with pytest.raises(RuntimeError, match="NUMBA_ENABLE_CUDASIM=1"):
         benchmark.numba_worker(1000, 32, 1)
+
+
+@pytest.mark.parametrize(("path", "why"), [("/proc/x.json", "no file can be made in '/proc'"),
+                                           ("/dev/null", "not a regular file")])
+def test_json_refuses_a_device_and_a_folder_where_no_file_can_be_made_in_one_line_before_the_run(path, why, capsys):
+    if not Path(path).parent.exists():
+        pytest.skip(f"{Path(path).parent} is not on this system")
+    with pytest.raises(SystemExit) as caught:
+        benchmark.parse_args(["--json", path])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and why in err and err.count("\n") == 1, err
+    assert Path("/dev/null").is_char_device()
+
+
+def test_json_refuses_a_named_pipe_without_waiting_for_a_reader(tmp_path, capsys):
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    with pytest.raises(SystemExit):
+        benchmark.parse_args(["--json", str(pipe)])
+    assert "not a regular file" in capsys.readouterr().err and pipe.is_fifo()

@@ -114,3 +114,72 @@ def test_names_that_collide_in_python_run_as_c_reads_them() -> None:
 def test_a_backslash_in_a_define_stays_c_and_reaches_no_regular_expression() -> None:
     _refused('#define V 1.0f \\1\n' + KERNEL.format(body="if (i < n) a[i] = V;"), executor.CudaCError,
              "does not parse as CUDA C")
+
+
+# ------------------------------------------------------------------------------------------------ issue 38
+
+
+@pytest.mark.parametrize(("op", "ctype"), [("atomicMax", "float"), ("atomicMin", "double"), ("atomicAdd", "long long"),
+                                           ("atomicSub", "float"), ("atomicCAS", "float")])
+def test_an_atomic_cuda_has_no_overload_for_is_refused_as_nvrtc_refuses_it(op, ctype):
+    args = "p, (T)1, (T)2" if op == "atomicCAS" else "p, (T)1"
+    source = f'typedef {ctype} T;\nextern "C" __global__ void k(T* p) {{ {op}({args}); }}'
+    with pytest.raises(executor.CudaCError, match=f'no instance of overloaded function "{op}"'):
+        executor.Program(source)
+    from helpers import nvrtc
+    if nvrtc.available():
+        with pytest.raises(nvrtc.CompileError, match=f'no instance of overloaded function "{op}"'):
+            nvrtc.compile_source(source)
+
+
+def test_ldg_and_the_cache_hinted_stores_are_loads_and_stores():
+    source = ('extern "C" __global__ void k(const float* a, float* b) {\n    int i = threadIdx.x;\n'
+              "    b[i] = __ldg(&a[i]) + __ldcs(a + i);\n    __stcs(b + i, b[i] * 2.0f);\n}\n")
+    a, b = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    executor.Program(source).launch("k", (1,), (4,), (a, b))
+    assert b.tolist() == [0, 4, 8, 12]
+    with pytest.raises(executor.CudaCError, match="through a pointer to const"):
+        executor.Program(source.replace("__stcs(b + i", "__stcs(a + i"))
+
+
+def test_windows_line_endings_are_read_as_line_ends():
+    source = ('extern "C" __global__ void k(float* a, int n) {\n    int i = threadIdx.x; \\\n'
+              "    if (i < n) a[i] = 2.0f * i;\n    x = 1;\n}\n").replace("\n", "\r\n")
+    with pytest.raises(executor.CudaCError, match="line 4: 'x' is not declared"):
+        executor.Program(source)
+    out = _run(source.replace("    x = 1;\r\n", ""))
+    assert out.tolist() == [0, 2, 4, 6]
+    assert executor.kernel_names(source) == (["k"], {"k"})
+
+
+def test_a_spin_lock_by_the_lanes_of_one_warp_is_a_fault_that_says_why_not_a_hang():
+    source = ('extern "C" __global__ void k(int* lock, float* total) {\n    while (atomicCAS(lock, 0, 1) != 0);\n'
+              "    total[0] += 1.0f;\n    atomicExch(lock, 0);\n}\n")
+    with pytest.raises(executor.KernelFault, match="spin lock at line 2.*a lane of the same warp.*Volta") as caught:
+        executor.Program(source).launch("k", (1,), (32,), (np.zeros(1, np.int32), np.zeros(1, np.float32)))
+    assert caught.value.kind == "spin lock"
+
+
+def test_a_compare_and_swap_loop_with_contention_still_runs():
+    source = ('extern "C" __global__ void k(float* best, const float* x) {\n    float v = x[threadIdx.x];\n'
+              "    int* at = (int*)best;\n    int old = *at, assumed;\n    do {\n        assumed = old;\n"
+              "        old = atomicCAS(at, assumed, __float_as_int(fmaxf(v, __int_as_float(assumed))));\n"
+              "    } while (assumed != old);\n}\n")
+    best, x = np.zeros(1, np.float32), np.random.default_rng(1).random(256).astype(np.float32)
+    with pytest.raises(executor.UnsupportedSyntax):  # a float* cast to an int*: not run by the executor
+        executor.Program(source).launch("k", (1,), (256,), (best, x))
+
+
+def test_a_traced_launch_too_big_to_record_is_refused_in_seconds():
+    source = ('extern "C" __global__ void k(float* x) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+              "    float s = 0.0f;\n    for (int j = 0; j < 200; j++) { if (j % 2) s += j; }\n    x[i] = s;\n}\n")
+    with pytest.raises(executor.CudaCError, match="trace a smaller launch"):
+        executor.Program(source).launch("k", (1024,), (256,), (np.zeros(262_144, np.float32),), trace=True)
+
+
+@pytest.mark.parametrize("expressions", [5, "k<float>", [3], {"k"}])
+def test_name_expressions_that_are_not_a_list_of_strings_are_refused_in_one_line(expressions):
+    from helpers.executor import cupy_cpu
+
+    with pytest.raises(TypeError, match="name_expressions is a list of strings"):
+        cupy_cpu.RawModule(code=KERNEL.format(body=""), name_expressions=expressions)

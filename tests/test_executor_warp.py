@@ -278,15 +278,29 @@ SYNCED = last_warp("        float v = s[tid] + s[tid + 32];\n        __syncwarp(
                                                      for d in (16, 8, 4, 2, 1)))
 
 
+VOLATILE = last_warp("        volatile float* vs = s;\n" + "\n".join(f"        vs[tid] += vs[tid + {d}];"
+                                                                   for d in (32, 16, 8, 4, 2, 1)))
+
+
 def test_warp_synchronous_code_without_syncwarp_is_a_race_that_names_syncwarp():
+    x = RNG.standard_normal(128).astype(np.float32)
+    with pytest.raises(KernelFault) as fault:
+        launch(VOLATILE, "reduce", 2, 64, x, np.zeros(2, np.float32))
+    e = fault.value
+    assert e.kind == "race" and e.line == 10 and e.thread == (0, 0, 0)
+    assert "will read s[16], which thread (16,) of the block wrote at line 9" in str(e)
+    assert "threads (16,) and (0,) are in the same warp, but since Volta (independent thread scheduling) a warp's " \
+           "lanes need not run in step: put __syncwarp() between the write and the read" in str(e)
+
+
+def test_the_same_code_without_volatile_is_told_apart_as_the_worse_bug():
     x = RNG.standard_normal(128).astype(np.float32)
     with pytest.raises(KernelFault) as fault:
         launch(UNSYNCED, "reduce", 2, 64, x, np.zeros(2, np.float32))
     e = fault.value
-    assert e.kind == "race" and e.line == 9 and e.thread == (0, 0, 0)
-    assert "will read s[16], which thread (16,) of the block wrote at line 8" in str(e)
-    assert "threads (16,) and (0,) are in the same warp, but since Volta (independent thread scheduling) a warp's " \
-           "lanes need not run in step: put __syncwarp() between the write and the read" in str(e)
+    assert e.kind == "race" and e.line == 9 and "since Volta (independent" not in str(e)
+    assert "s is not read through a volatile pointer, so the compiler may keep its elements in registers" in str(e)
+    assert "wrong on every GPU, before Volta too" in str(e)
 
 
 def test_the_same_reduction_with_syncwarp_between_steps_is_correct():
@@ -428,7 +442,7 @@ extern "C" __global__ void k(int* out) {
     out = np.zeros(1, np.int32)
     Program(src).launch("k", (1,), (64,), (out,))
     assert out[0] == sum(range(64))
-    with pytest.raises(CudaCError, match="atomicOr works on whole numbers; this address points to a float"):
+    with pytest.raises(CudaCError, match="atomicOr on a float: CUDA has atomicOr for int, unsigned int"):
         Program('extern "C" __global__ void k(float* x) { atomicOr(&x[0], 1.0f); }')
-    with pytest.raises(CudaCError, match="atomicInc works on unsigned int"):
+    with pytest.raises(CudaCError, match="atomicInc on an int: CUDA has atomicInc for unsigned int only"):
         Program('extern "C" __global__ void k(int* x) { atomicInc(&x[0], 3); }')

@@ -96,3 +96,78 @@ def test_cuda_13s_wheel_is_searched_after_cuda_12s(monkeypatch, tmp_path) -> Non
     found = nvrtc._candidates()
     assert found[:2] == [str(tmp_path / "cuda_nvrtc/lib/libnvrtc.so.12"), str(tmp_path / "cu13/lib/libnvrtc.so.13")]
     assert "libnvrtc.so.13" in found[2:]  # and the system loader's name for it
+
+
+COOPERATIVE = """
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void total(const float* x, float* out, int n) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int i = block.group_index().x * block.size() + block.thread_rank();
+    float v = cg::reduce(warp, i < n ? x[i] : 0.0f, cg::plus<float>());
+    if (warp.thread_rank() == 0) atomicAdd(out, v);
+}
+"""
+WMMA = """
+#include <mma.h>
+using namespace nvcuda;
+extern "C" __global__ void tile(const half* a, const half* b, float* c) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
+}
+"""
+needs_headers = pytest.mark.skipif(not nvrtc.available() or bool(nvrtc.missing_headers()),
+                                   reason="NVRTC or CUDA's headers are absent (the nvrtc extra installs both)")
+
+
+@needs_headers
+@pytest.mark.parametrize("source", [COOPERATIVE, WMMA], ids=["cooperative groups", "wmma"])
+def test_the_reference_compile_has_cudas_headers_for_the_t4_and_hopper(source) -> None:
+    assert [c.arch for c in nvrtc.compile_for_targets(source, "k.cu")] == ["sm_75", "sm_90"]
+
+
+@needs_headers
+def test_the_reference_compile_makes_an_unmarked_function_a_device_function_as_cupy_does() -> None:
+    source = 'float twice(float v) { return 2 * v; }\nextern "C" __global__ void k(float* x) { x[0] = twice(x[0]); }'
+    nvrtc.compile_source(source)
+    assert "--device-as-default-execution-space" in nvrtc.reference_options()
+    assert all(f"-I{folder}" in nvrtc.reference_options() for folder in nvrtc.header_folders())
+
+
+def test_the_header_folders_come_from_nvidias_wheels(monkeypatch, tmp_path) -> None:
+    for folder, marker in (("cuda_runtime/include", "cuda_runtime.h"), ("cuda_cccl/include", "nv/target"),
+                           ("cu13/include", "crt/mma.h")):
+        (tmp_path / folder / marker).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / marker).touch()
+    monkeypatch.setattr(nvrtc, "_nvidia_roots", lambda: [tmp_path])
+    monkeypatch.setattr(nvrtc, "_major", lambda: 12)
+    nvrtc._headers.cache_clear()
+    try:
+        assert nvrtc.header_folders() == (tmp_path / "cuda_runtime/include", tmp_path / "cuda_cccl/include",
+                                          tmp_path / "cu13/include")
+        assert nvrtc.missing_headers() == ""
+        (tmp_path / "cuda_cccl/include/nv/target").unlink()
+        nvrtc._headers.cache_clear()
+        assert nvrtc.missing_headers().endswith("pip install nvidia-cuda-cccl-cu12")
+    finally:
+        nvrtc._headers.cache_clear()
+
+
+@pytest.mark.parametrize("line", ["#include <mma.h>", "#include <cooperative_groups/reduce.h>",
+                                  "#include <cuda/atomic>", "#include <device_launch_parameters.h>"])
+def test_cudas_own_headers_may_be_included(line) -> None:
+    assert nvrtc.refused_include(line + "\n" + GOOD) is None
+
+
+@pytest.mark.parametrize("line", ["#include <cooperative_groups/../x.h>", "#include <cuda/../../etc/passwd>",
+                                  "#include <mma.hpp>"])
+def test_other_paths_beside_cudas_headers_are_refused(line) -> None:
+    assert "is refused" in nvrtc.refused_include(line + "\n" + GOOD)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..specs import MAX_BLOCK_THREADS, MAX_STATIC_SHARED
-from .c_types import CONVERSIONS, DTYPES, VECTORS, CType
+from .c_types import CONVERSIONS, DTYPES, INTEGERS, VECTORS, CType
 from .front import CudaCError
 
 #: Threads that run in lock step on an NVIDIA GPU.
@@ -138,14 +138,25 @@ def _program(source: str, name_expressions: tuple[str, ...]) -> Any:
 
 
 def _scalar(where: str, ctype: CType, want: np.dtype, arg: Any) -> Any:
-    """A scalar argument as the kernel sees it. NumPy scalars must have the parameter's exact type; a Python int
-    only fits a 64-bit integer and a Python float only a double, because that is how CuPy passes them."""
+    """A scalar argument as the kernel sees it. NumPy scalars must have the parameter's exact type. CuPy passes a
+    Python int as a 64-bit integer and a Python float as a double, and the kernel reads its parameter's size of
+    them: an int into any integer parameter is its low bytes (right while the value fits the parameter's type),
+    a float fits only a double (into a float parameter it reads half a double's bytes: garbage)."""
+    if type(arg) is int and ctype.name in INTEGERS and ctype.name != "bool":
+        bits, signed = INTEGERS[ctype.name]
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        if not low <= arg <= high:
+            raise TypeError(f"{where}: the Python int {arg} does not fit a {ctype} ({low:,} to {high:,}); CuPy passes "
+                            "it as a 64-bit integer and the kernel would read only its low bytes: a wrong number")
+        return CONVERSIONS[f"_to_{ctype.name.replace(' ', '_')}"](arg)
     python = {int: ("long long", "unsigned long long"), float: ("double",), bool: ("bool",)}
     if type(arg) in python:
         if ctype.name not in python[type(arg)]:
+            garbage = " (on a GPU the kernel reads 4 of the double's 8 bytes as a float: garbage)" if (
+                type(arg) is float and ctype.name == "float") else ""
             raise TypeError(f"{where}: got the Python {type(arg).__name__} {arg!r}, which CuPy passes as a "
                             f"{'64-bit integer' if type(arg) is int else 'double' if type(arg) is float else 'bool'}"
-                            f"; the kernel wants {ctype}: pass np.{want}({arg!r})")
+                            f"; the kernel wants {ctype}: pass np.{want}({arg!r}){garbage}")
         return CONVERSIONS[f"_to_{ctype.name.replace(' ', '_')}"](arg)
     if isinstance(arg, np.generic):
         got = np.asarray(arg).dtype

@@ -31,7 +31,7 @@ import types
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -319,19 +319,43 @@ def speedups(rows: Sequence[Row]) -> list[str]:
 
 
 def json_path(text: str) -> Path:
-    """A --json PATH that may be written: not a symbolic link, not a folder, not one of this script's inputs."""
+    """A --json PATH that may be written, checked before the run: not a symbolic link, not a folder, not a device
+    or a pipe (which the file renamed into place would replace), in a folder where a file can be made, and not one
+    of this script's inputs."""
     path = Path(text)
     if path.is_symlink():
         raise argparse.ArgumentTypeError(f"{text!r} is a symbolic link (to {os.readlink(path)!r}): a link is not "
                                          "written through; give the file's own path")
     if path.is_dir() or text.endswith(("/", os.sep)):
         raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name")
+    if path.exists() and not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular file (a device, a pipe or a socket): --json "
+                                         "writes a file of its own and never replaces one of those; give a file name")
     if not path.resolve().parent.is_dir():
         raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist (it is not created for you)")
+    _can_make_a_file(path.resolve().parent, text)
     for source in kernel_paths():
         if path.resolve() == source or (path.exists() and source.exists() and os.path.samefile(path, source)):
             raise argparse.ArgumentTypeError(f"{text!r} is {source.name}, which this script reads: write elsewhere")
     return path
+
+
+def _can_make_a_file(folder: Path, text: str) -> None:
+    """An ArgumentTypeError unless a new file can be made in `folder` (as write_json makes one after the run)."""
+    probe = folder / f".benchmark-check-{os.getpid()}.tmp"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: no file can be made in {str(folder)!r} "
+                                         f"({exc.strerror or exc})") from None
+    os.remove(probe)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (`prog: error: ...`, exit code 2), without the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def write_json(path: Path, rows: Sequence[Row], quick: bool) -> None:
@@ -347,7 +371,7 @@ def write_json(path: Path, rows: Sequence[Row], quick: bool) -> None:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """--quick and --json PATH."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.executor.benchmark",
+    parser = _Parser(prog="python -m helpers.executor.benchmark",
                                      description="Threads/s of the CPU executor for CUDA C beside numba's CUDA "
                                                  "simulator, on vector_add.cu and matmul.cu's matmul_tiled.")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (well under 30 s); no targets")

@@ -34,20 +34,20 @@ class CType:
 INTEGERS = {"bool": (1, False), "char": (8, True), "unsigned char": (8, False), "short": (16, True),
             "unsigned short": (16, False), "int": (32, True), "unsigned int": (32, False),
             "long long": (64, True), "unsigned long long": (64, False)}
-FLOATS = {"float": 32, "double": 64}
+FLOATS = {"half": 16, "float": 32, "double": 64}
 #: The NumPy dtype of each scalar type: what an array argument for a pointer to it must hold.
 DTYPES = {"bool": "bool", "char": "int8", "unsigned char": "uint8", "short": "int16", "unsigned short": "uint16",
           "int": "int32", "unsigned int": "uint32", "long long": "int64",
-          "unsigned long long": "uint64", "float": "float32", "double": "float64"}
+          "unsigned long long": "uint64", "half": "float16", "float": "float32", "double": "float64"}
 _RANK = {"bool": 0, "char": 0, "unsigned char": 0, "short": 0, "unsigned short": 0, "int": 1, "unsigned int": 1,
          "long long": 2, "unsigned long long": 2}
 #: Byte sizes (sizeof) of the scalar types.
-SIZES = {**{name: max(bits, 8) // 8 for name, (bits, _) in INTEGERS.items()}, "float": 4, "double": 8}
+SIZES = {**{name: max(bits, 8) // 8 for name, (bits, _) in INTEGERS.items()}, "half": 2, "float": 4, "double": 8}
 #: CUDA's vector types: their element type and how many (members x, y, z, w). A float4 is 16 bytes.
 VECTORS = {f"{base}{n}": (c_name, n) for base, c_name in (("float", "float"), ("double", "double"), ("int", "int"),
                                                           ("uint", "unsigned int")) for n in (2, 3, 4)}
 #: Type names that stand for another: size_t, and bool as C spells it.
-ALIASES = {"size_t": "unsigned long long", "bool": "bool", "_Bool": "bool"}
+ALIASES = {"size_t": "unsigned long long", "bool": "bool", "_Bool": "bool", "__half": "half", "half": "half"}
 INT, UINT, FLOAT, DOUBLE, BOOL = (CType(n) for n in ("int", "unsigned int", "float", "double", "bool"))
 
 
@@ -84,6 +84,10 @@ def arithmetic(a: CType, b: CType) -> CType:
     """C's usual arithmetic conversions: the type both operands of a binary operator are converted to."""
     if "double" in (a.name, b.name):
         return DOUBLE
+    if a.name == b.name == "half":  # cuda_fp16.h's operators on two halves: a half, rounded to float16
+        return a
+    if "half" in (a.name, b.name):  # a half with anything else converts to float first
+        return FLOAT
     if "float" in (a.name, b.name):
         return FLOAT
     a, b = promote(a), promote(b)
@@ -151,6 +155,7 @@ CONVERSIONS: dict[str, Callable[[Any], Any]] = {
     "_to_unsigned_int": _integer(32, False),
     "_to_long_long": _integer(64, True), "_to_unsigned_long_long": _integer(64, False),
     "_to_float": _float(np.float32), "_to_double": _float(np.float64), "_f32": np.float32, "_f64": np.float64,
+    "_to_half": _float(np.float16),
 }
 
 

@@ -55,6 +55,9 @@ class Counters:
     barriers: int = 0
     atomics: int = 0
     shuffles: int = 0  # __shfl_*_sync calls, one per warp that makes one
+    tensor_ops: int = 0  # wmma::mma_sync calls, one per warp: a tile product on the tensor cores
+    tensor_loads: int = 0  # wmma::load_matrix_sync calls, one per warp: what feeds them
+    tensor_stores: int = 0  # wmma::store_matrix_sync calls, one per warp
 
     @property
     def sectors_per_request(self) -> float:

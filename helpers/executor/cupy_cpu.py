@@ -166,7 +166,7 @@ class RawModule:
                              "pass code=open(path).read() of the .cu file instead")
         if not isinstance(code, str):
             raise TypeError(f"RawModule(code=...) takes the CUDA C source, a string; got {code!r:.40}")
-        if name_expressions is not None and (isinstance(name_expressions, str) or not all(
+        if name_expressions is not None and (not isinstance(name_expressions, list | tuple) or not all(
                 isinstance(e, str) for e in name_expressions)):
             raise TypeError("name_expressions is a list of strings such as ['kernel<float, 128>']; got "
                             f"{name_expressions!r:.60}")

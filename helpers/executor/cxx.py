@@ -17,6 +17,7 @@ class TemplateParam:
     name: str
     kind: str
     type: str = ""
+    default: str = ""  # the default argument as written (`256`, `float`), or ""
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Lowered:
     text: str
     templates: dict[str, list[TemplateParam]] = field(default_factory=dict)
     calls: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    defaults: dict[str, dict[int, str]] = field(default_factory=dict)  # function -> {parameter: default as written}
 
     @property
     def type_names(self) -> set[str]:
@@ -87,20 +89,18 @@ def _blank(text: str) -> str:
 
 def _template_params(inner: str, line: int) -> list[TemplateParam]:
     params = []
-    for part in split_arguments(inner):
-        if "=" in part:
-            raise UnsupportedSyntax(f"a template parameter with a default ({part}): give every argument in the "
-                                    "name expression", line)
+    for written in split_arguments(inner):
+        part, _, default = (p.strip() for p in written.partition("="))
         match = re.fullmatch(rf"(typename|class)\s+({_NAME})", part)
         if match:
-            params.append(TemplateParam(match.group(2), "type"))
+            params.append(TemplateParam(match.group(2), "type", default=default))
             continue
         match = re.fullmatch(rf"((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long long|long|short|char|bool|"
                              rf"unsigned|size_t))\s+({_NAME})", part)
         if not match:
             raise UnsupportedSyntax(f"the template parameter {part!r}: the executor takes `typename T` and whole "
                                     "numbers (`int N`)", line)
-        params.append(TemplateParam(match.group(2), "value", match.group(1).replace("const", "").strip()))
+        params.append(TemplateParam(match.group(2), "value", match.group(1).replace("const", "").strip(), default))
     if not params:
         raise UnsupportedSyntax("template<> (an explicit specialisation): write a separate function", line)
     return params
@@ -162,6 +162,31 @@ def _launch_bounds(text: str) -> str:
     return text
 
 
+_CONTROL = ("if", "for", "while", "switch", "return", "sizeof", "do")
+
+
+def _default_arguments(text: str, lowered: Lowered) -> str:
+    """Each function's default arguments (float by = 2.0f) recorded by parameter and blanked: only a function
+    defined or declared at file scope has them (a call or an if at file scope has no `=` in its brackets)."""
+    depth, at = 0, 0
+    for match in re.finditer(rf"[{{}}]|(?<![\w.])({_NAME})\s*\(", text):
+        if match.group(0) in "{}":
+            depth += 1 if match.group(0) == "{" else -1
+            continue
+        if depth or match.start() < at or match.group(1) in _CONTROL:
+            continue
+        end = closing(text, match.end() - 1, line_of(text, match.start()))
+        at = end
+        params = split_arguments(text[match.end():end - 1])
+        if not any("=" in param for param in params):
+            continue
+        found = {k: param.partition("=")[2].strip() for k, param in enumerate(params) if "=" in param}
+        lowered.defaults[match.group(1)] = found
+        inner = ", ".join(param.partition("=")[0] for param in params)
+        text = text[:match.end()] + inner.ljust(end - 1 - match.end()) + text[end - 1:]
+    return text
+
+
 def lower(text: str) -> Lowered:
     """`text` (comments and directives gone) as C that pycparser reads, and what the templates were."""
     lowered = Lowered(text)
@@ -173,6 +198,7 @@ def lower(text: str) -> Lowered:
                                     "templates are not in the subset the CPU executor runs)",
                                     line_of(text, match.start()))
     text = _casts(text)
+    text = _default_arguments(text, lowered)
     text = _calls(text, lowered)
     for word, replacement in _WORDS.items():
         text = re.sub(rf"(?<![\w.]){word}(?!\w)", replacement, text)

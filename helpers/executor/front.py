@@ -10,7 +10,9 @@ from pycparser import c_ast, c_parser
 
 from .c_types import VECTORS
 from .cxx import Lowered, closing, line_of, lower, split_arguments
+from .directives import directives
 from .errors import CudaCError, UnsupportedSyntax
+from .names import instances, lower_names
 
 # ------------------------------------------------------------------------------------------------ source text
 
@@ -21,9 +23,8 @@ _PRELUDE = "typedef unsigned long long size_t; typedef _Bool bool; " + \
     "".join(f"typedef int {name}; " for name in PRELUDE_TYPES[2:])
 _KEYWORDS = {"__global__": "inline", "__device__": "", "__host__": "", "__shared__": "static",
              "__constant__": "register"}
-_UNSUPPORTED_WORDS = ("struct", "union", "namespace", "goto", "switch", "__managed__", "asm",
-                      "cooperative_groups", "static", "std::", "operator", "new", "delete", "throw",
-                      "try", "virtual", "this", "using")
+_UNSUPPORTED_WORDS = ("struct", "union", "namespace", "goto", "switch", "__managed__", "asm", "static", "std::",
+                      "operator", "new", "delete", "throw", "try", "virtual", "this", "using")
 #: Types outside the subset; only a declaration (`half x`) counts, since `half` may also be a variable's name.
 _UNSUPPORTED_TYPES = ("half", "__half", "__nv_bfloat16", "dim3", "uint3", "long double")
 #: Names NVRTC (CuPy's compiler) does not define with no #include: what it says, and what to write instead.
@@ -34,14 +35,15 @@ _NVRTC_UNDEFINED = {
         "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t")},
     **{name: "it comes from <math.h>; write __int_as_float(0x7f800000) for infinity (0x7fc00000: NaN)"
        for name in ("INFINITY", "NAN", "HUGE_VAL", "HUGE_VALF")},
-    **{name: "it comes from <math.h>; write the number (3.14159265f) or a const float" for name in (
-        "M_PI", "M_PI_2", "M_PI_4", "M_E", "M_SQRT2", "M_LN2", "M_1_PI", "M_2_PI", "FLT_MAX", "FLT_MIN",
-        "FLT_EPSILON", "DBL_MAX", "INT_MAX", "INT_MIN", "UINT_MAX")},
+    **{name: f"it comes from <{header}>, which NVRTC has no copy of; write the number, {value}" for header, values in (
+        ("math.h", {"M_PI": "3.14159265f", "M_PI_2": "1.57079633f", "M_PI_4": "0.785398163f", "M_E": "2.71828183f",
+                    "M_SQRT2": "1.41421356f", "M_LN2": "0.693147181f", "M_1_PI": "0.318309886f",
+                    "M_2_PI": "0.636619772f"}),
+        ("float.h", {"FLT_MAX": "3.402823466e+38f", "FLT_MIN": "1.175494351e-38f", "FLT_EPSILON": "1.192092896e-07f",
+                     "DBL_MAX": "1.7976931348623157e+308"}),
+        ("limits.h", {"INT_MAX": "2147483647", "INT_MIN": "(-2147483647 - 1)", "UINT_MAX": "4294967295u"}))
+       for name, value in values.items()},
 }
-#: Headers NVRTC has no copy of (it reports "could not open source file"): CUDA C needs none of them.
-_NO_SUCH_HEADER = ("stdio.h", "cstdio", "stdlib.h", "cstdlib", "assert.h", "cassert", "iostream", "math.h",
-                   "cmath", "stdint.h", "cstdint", "float.h", "cfloat", "limits.h", "climits", "algorithm",
-                   "vector", "string.h", "cstring")
 
 
 #: The largest source the executor takes: the series' kernels are under 5,000 characters, so a larger one is a
@@ -89,69 +91,60 @@ class Preprocessed:
     kernels: list[str]
     exported: set[str]
     lowered: Lowered
+    includes: set[str]
 
 
 def preprocess(source: str) -> Preprocessed:
     """The source as C that pycparser parses: comments gone, each #define of a constant expanded, C++ lowered."""
     if not isinstance(source, str) or not source.strip():
         raise CudaCError(f"a kernel's source is a string of CUDA C; got {source!r:.60}")
+    source = source.replace("\r\n", "\n").replace("\r", " ")  # Windows line endings; a stray CR is a space
     if len(source) > MAX_SOURCE or source.count("\n") > MAX_LINES:
         raise CudaCError(f"the source is {len(source):,} characters on {source.count(chr(10)) + 1:,} lines; the CPU "
                          f"executor takes at most {MAX_SOURCE:,} characters and {MAX_LINES:,} lines (was something "
                          "pasted in twice?)")
-    text, defines = _directives(_digit_separators(_strip_comments(_splice(source))))
-    text = re.sub(r"(?<![\w.])static(?=\s+(?:__device__|__forceinline__|__inline__|inline|__host__)(?!\w))",
-                  "      ", text)  # a static __device__ function: static only limits where its name is seen
+    read = directives(_digit_separators(_strip_comments(_splice(source))), _macro)
+    text = re.sub(r"(?<![\w.])static(?=\s+(?:__device__|__forceinline__|__inline__|inline|__host__|__global__)"
+                  r"(?!\w))", "      ", read.text)  # a static function: static only limits where its name is seen
+    text = re.sub(r"(?<![\w.])static(?=\s+(?:const|constexpr)\s)", "      ", text)  # a file-scope constant
+    text = lower_names(text, read.includes)
+    half = ("half", "__half") if {"cuda_fp16.h", "mma.h"} & read.includes else ()
     for number, line in enumerate(text.split("\n"), 1):
-        _refuse_outside_the_subset(line, number)
-    text = _expand(text, defines)
+        _refuse_outside_the_subset(line, number, half)
+    own = _own_names(text, read.defines)
+    text = _expand(text, read.defines)
+    for number, line in enumerate(text.split("\n"), 1):
+        _refuse_undefined(line, number, own)
+    text = _extern_blocks(text)
     kernels, exported = kernel_names(text)
-    text = re.sub(r'extern\s+"C"\s*(\{)?', lambda m: " " * len(m.group(0)) if not m.group(1) else _no_block(),
-                  text)
+    text = re.sub(r'extern\s+"C"', lambda m: " " * len(m.group(0)), text)
+    text, made = instances(text)
     lowered = lower(text)
     text = lowered.text
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)
-    types = "".join(f"typedef int {name}; " for name in sorted(lowered.type_names - set(PRELUDE_TYPES)))
-    return Preprocessed(_PRELUDE + types + text, kernels, exported, lowered)
+    types = "".join(f"typedef int {name}; " for name in sorted((lowered.type_names | made | set(half))
+                                                                 - set(PRELUDE_TYPES)))
+    return Preprocessed(_PRELUDE + types + text, kernels, exported, lowered, read.includes)
 
 
-def _directives(text: str) -> tuple[str, dict[str, str | Macro]]:
-    """The text with its # lines blanked (lines keep their numbers), and the constants and macros it #defines."""
-    defines: dict[str, str | Macro] = {"warpSize": "32"}  # CUDA's built-in warpSize: 32 on every NVIDIA GPU
-    lines = text.split("\n")
-    for number, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if not stripped.startswith("#"):
-            continue
-        match = re.fullmatch(r"#\s*define\s+([A-Za-z_]\w*)(\(?)\s*(.*)", stripped)
-        if match and match.group(2):
-            defines[match.group(1)] = _macro(match.group(1), match.group(3), number)
-        elif match:
-            defines[match.group(1)] = match.group(3).strip() or "1"
-        elif re.fullmatch(r"#\s*include\b.*", stripped):
-            _include(stripped, number)
-        elif not re.fullmatch(r"#\s*(pragma|line)\b.*", stripped):
-            raise UnsupportedSyntax(f"the directive {stripped.split()[0]}: only #define of a constant, "
-                                    "#include, #line and #pragma are accepted", number)
-        lines[number - 1] = ""
-    return "\n".join(lines), defines
+def _own_names(text: str, defines: dict[str, object]) -> set[str]:
+    """The names the source gives a meaning itself: its #defines and typedefs (typedef unsigned int uint;)."""
+    typedefs = re.findall(r"(?<!\w)typedef\s[^;{}]*?([A-Za-z_]\w*)\s*;", text)
+    return set(defines) | set(typedefs)
 
 
-def _include(directive: str, number: int) -> None:
-    """An #include NVRTC could not open is refused with its reason; CUDA's own headers need no file here."""
-    match = re.fullmatch(r'#\s*include\s*[<"]([^>"]*)[>"]', directive)
-    header = match.group(1).strip() if match else directive
-    if header in _NO_SUCH_HEADER:
-        raise UnsupportedSyntax(f"#include <{header}>: NVRTC, which CuPy compiles kernels with, has no copy of it "
-                                "(\"could not open source file\"); CUDA C needs no #include for printf, assert or "
-                                "the maths functions: delete the line", number)
-    if header not in ("cuda_runtime.h", "cuda.h", "device_launch_parameters.h", "cuda_runtime_api.h"):
-        raise UnsupportedSyntax(f"#include {directive.split('include', 1)[1].strip()[:60]}: the CPU executor reads "
-                                "no files; paste what you need into the source", number)
+def _extern_blocks(text: str) -> str:
+    """Each extern "C" { ... } block opened up, with extern "C" put before each __global__ function in it."""
+    while match := re.search(r'extern\s+"C"\s*\{', text):
+        end = closing(text.replace("{", "(").replace("}", ")"), match.end() - 1, line_of(text, match.start()))
+        inner = re.sub(r'(?<!")(?<![\w"]\s)(__global__)', r'extern "C" \1', text[match.end():end - 1])
+        text = text[:match.start()] + re.sub(r"[^\n]", " ", text[match.start():match.end()]) + inner + " " + \
+            text[end:]
+    return text
 
 
-def _refuse_outside_the_subset(line: str, number: int) -> None:
+def _refuse_outside_the_subset(line: str, number: int, half: tuple[str, ...] = ()) -> None:
     """An UnsupportedSyntax for a word on this line that the executor does not run, or NVRTC does not define."""
     if "$" in line:
         raise UnsupportedSyntax("'$' in a name: the CPU executor takes names of letters, digits and _ (some "
@@ -162,12 +155,21 @@ def _refuse_outside_the_subset(line: str, number: int) -> None:
                 continue
             raise UnsupportedSyntax(f"{word!r} is not in the subset the CPU executor runs", number)
     for word in _UNSUPPORTED_TYPES:
+        if word in half and word in ("half", "__half"):
+            continue
         if re.search(rf"(?<![\w.]){word}\s*\*?\s+[A-Za-z_]", line):
+            if word in ("half", "__half"):
+                raise UnsupportedSyntax(f"the type {word} comes from <cuda_fp16.h> (or <mma.h>): #include it first "
+                                        f"(NVRTC: identifier \"{word}\" is undefined)", number)
             raise UnsupportedSyntax(f"the type {word}: the CPU executor runs bool, char, short, int, long long, "
                                     "float, double (each integer may be unsigned) and float2/float4/int2/int4",
                                     number)
+
+
+def _refuse_undefined(line: str, number: int, own: set[str]) -> None:
+    """An UnsupportedSyntax for a name NVRTC does not define without a header (and the source does not define)."""
     for word, instead in _NVRTC_UNDEFINED.items():
-        if re.search(rf"(?<![\w.]){word}(?!\w)", line):
+        if word not in own and re.search(rf"(?<![\w.]){word}(?!\w)", line):
             raise UnsupportedSyntax(f"{word} is not defined in CUDA C as NVRTC (CuPy's compiler) reads it (NVRTC: "
                                     f"identifier \"{word}\" is undefined): {instead}", number)
 
@@ -244,14 +246,10 @@ def has_side_effects(node: c_ast.Node) -> bool:
 def kernel_names(source: str) -> tuple[list[str], set[str]]:
     """The names of the __global__ functions in `source`, and of those declared extern "C" (the ones CuPy's
     RawKernel finds by name: C++ renames the others). Any CUDA C, not only the executor's subset."""
-    text = _strip_comments(source)
+    text = _extern_blocks(_strip_comments(source.replace("\r\n", "\n").replace("\r", " ")))
     bounds = r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
     kernels = re.findall(rf"__global__\s+void\s+{bounds}([A-Za-z_]\w*)\s*\(", text)
     return kernels, set(re.findall(rf'extern\s+"C"\s+__global__\s+void\s+{bounds}([A-Za-z_]\w*)\s*\(', text))
-
-
-def _no_block() -> str:
-    raise UnsupportedSyntax('an extern "C" { ... } block: write extern "C" before each __global__ function')
 
 
 def parse(source: str) -> tuple[c_ast.FileAST, Preprocessed]:

@@ -254,9 +254,12 @@ def _global_race_fault(c: Lanes, p: Pointer, flat: int, lane: int, writer: int, 
     same = writer // c.threads == c.gid[lane] // c.threads
     who = f"thread {c.xyz_thread(writer % c.threads)} of " + (
         "the same block" if same else f"block {c.xyz_block(writer // c.threads)}")
+    fix = ("a plain store and an atomic on one element race like two plain stores: zero the array before the "
+           "launch (cupy.zeros) or in a kernel of its own" if doing.startswith("atomic") else
+           "several threads adding into one element need atomicAdd")
     return c.fault("race", f"will {doing} {p.name}[{flat - p.start}], which {who} wrote at line {at} in this "
-                   "launch with nothing ordering the two: on a GPU the result depends on which runs first (several "
-                   "threads adding into one element need atomicAdd)", line, lane)
+                   f"launch with nothing ordering the two: on a GPU the result depends on which runs "
+                   f"first ({fix})", line, lane)
 
 
 def record_reads(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
@@ -416,6 +419,14 @@ def _warp_race(c: Lanes, a: Shared, flat: int, lane: int, did: str, other: int, 
     first_access = "write" if did == "wrote" else "read"
     tail = (" (this one statement reads and writes it: read into a variable, then __syncwarp(), then write, as in "
             "v += s[i + 16]; __syncwarp(); s[i] = v;)" if at == line and first_access != doing else "")
+    if a.space == "shared" and not {line, at} & c.run.volatile_lines and not c.run.syncwarp and "update" not in (
+            doing, first_access):  # warp-synchronous code that trusts plain loads and stores: told apart
+        return c.fault("race", f"will {doing} {a.element(flat)}, which {who} of the block {did} at line {at} with "
+                       f"nothing ordering the two: {pair} in the same warp, and {a.name} is not read through a "
+                       "volatile pointer, so the compiler may keep its elements in registers and a lane never sees "
+                       "the others' writes: wrong on every GPU, before Volta too (worse than the same code with "
+                       "volatile, which only Volta's independent thread scheduling breaks). Put __syncwarp() between "
+                       f"the {first_access} and the {doing}{tail}, or use __shfl_down_sync", line, lane)
     return c.fault("race", f"will {doing} {a.element(flat)}, which {who} of the block {did} at line {at} with nothing "
                    f"ordering the two: {pair} in the same warp, but since Volta (independent thread scheduling) a "
                    f"warp's lanes need not run in step: put __syncwarp() between the {first_access} and the "

@@ -18,16 +18,19 @@ from typing import Any
 import numpy as np
 
 from ..validate import positive_int
-from . import warp
+from . import groups, warp, wmma
 from .arguments import MAX_LAUNCH_THREADS, arguments, dynamic_shared_bytes, executor_shape
 from .counters import WARP, Counters
 from .front import CudaCError
-from .memory import allocations, constant_pointer
+from .memory import KernelFault, allocations, constant_pointer
 from .runtime import BATCH_LANES, MAX_STEPS, Lanes, namespace
 from .translate import TOO_DEEP, Function
 from .unit import translate_unit
 
 Path = list[tuple[int, bool]]
+#: The most branch and loop tests a launch with trace=True records, all threads together (each one is a Python
+#: object: a million take a few seconds and about 100 MB).
+MAX_TRACED = 1_000_000
 TOO_DEEP_CALLS = ("__device__ calls nest deeper than the CPU executor follows (each C call is a Python call; Python "
                   "stops at a few hundred): is a function calling itself without end? On a GPU, recursion too deep "
                   "overflows the thread's stack (\"unspecified launch failure\"); write the recursion as a loop")
@@ -45,13 +48,21 @@ class Launch:
     steps: int = 0
     printed: int = 0  # printf lines so far
     syncwarp: bool = False  # the kernel's source calls __syncwarp()
+    volatile_lines: frozenset[int] = frozenset()  # lines whose shared accesses go through a volatile name
+    mapping: int = 0  # how a WMMA fragment's x[i] maps to its tile's elements (0 or 1; CUDA leaves it unspecified)
     counters: Counters = field(default_factory=Counters)
     paths: dict[tuple[tuple[int, int, int], tuple[int, int, int]], Path] | None = None
+    traced: int = 0  # the branch and loop tests recorded in paths so far
 
     def record(self, lanes: Lanes, line: int, active: Any, taken: Any) -> None:
-        """Each active thread's way through the branch or loop test at `line`."""
+        """Each active thread's way through the branch or loop test at `line` (at most MAX_TRACED a launch)."""
         on = np.flatnonzero(np.broadcast_to(active if active is not None else
                                             (lanes.real if lanes.real is not None else True), (lanes.lanes,)))
+        self.traced += on.size
+        if self.traced > MAX_TRACED:
+            raise CudaCError(f"trace=True keeps each thread's way through every branch and loop test, and this launch "
+                             f"passed {MAX_TRACED:,} of them (at line {line}): trace a smaller launch (a few blocks "
+                             "show divergence as well as many), or launch without trace=True")
         way = np.broadcast_to(taken, (lanes.lanes,))
         for lane in on.tolist():
             self.paths[lanes.coordinates(lane)].append((line, bool(way[lane])))
@@ -72,7 +83,9 @@ class Program:
         self.functions, self.kernels, self._exported = unit.functions, unit.kernels, unit.exported
         self.constant_arrays = unit.constant_arrays  # __constant__ memory, filled by the host between launches
         self.syncwarp = unit.syncwarp
-        names = namespace() | warp.RUNTIME
+        self.volatile_lines = frozenset(unit.volatile_lines)
+        self.fragment_elements = unit.fragment_elements  # frag.x[i]: run under both mappings (helpers.executor.wmma)
+        names = namespace() | warp.RUNTIME | groups.RUNTIME | wmma.RUNTIME
         code = "\n\n".join(dict.fromkeys(f.python for f in self.functions.values()))
         try:
             compiled = compile(code, "<kernel>", "exec")
@@ -107,8 +120,29 @@ class Program:
         """Run kernel `name` on a grid of blocks of threads, as `kernel<<<grid, block>>>(args...)` would.
 
         Array arguments are NumPy arrays, written in place; scalars are NumPy scalars of the parameter's type.
-        `shared_mem`: the bytes of each block's extern __shared__ array, as CuPy's shared_mem= gives them.
+        `shared_mem`: the bytes of each block's extern __shared__ array, as CuPy's shared_mem= gives them. A
+        source that reads or writes a WMMA fragment's x[i] runs twice, under two mappings of x[i] to the tile
+        (CUDA leaves it unspecified): results that differ are a fault.
         """
+        if not self.fragment_elements:
+            return self._launch(name, grid, block, args, trace, max_steps, shared_mem, 0)
+        copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        self._launch(name, grid, block, copies, False, max_steps, shared_mem, 1)
+        run = self._launch(name, grid, block, args, trace, max_steps, shared_mem, 0)
+        for k, (mine, other) in enumerate(zip(args, copies, strict=True)):
+            if isinstance(mine, np.ndarray) and not np.array_equal(mine, other, equal_nan=mine.dtype.kind == "f"):
+                where = int(np.flatnonzero((mine != other).reshape(-1))[0])
+                param = self.kernel(name).params[k][0]
+                raise KernelFault("fragment mapping", f"fragment mapping: argument {k + 1} ({param}) differs at "
+                                  f"element {where} when a fragment's x[i] is mapped to its tile in "
+                                  "another way: CUDA leaves which matrix element x[i] is unspecified, so a kernel "
+                                  "may apply the same operation to every x[i] (scale, add a constant) but not depend "
+                                  "on where an element sits; load and store whole tiles instead")
+        return run
+
+    def _launch(self, name: str, grid: Sequence[int] | int, block: Sequence[int] | int, args: Sequence[Any],
+                trace: bool, max_steps: int, shared_mem: int, mapping: int) -> Launch:
+        """One launch, with fragment elements mapped by `mapping` (see launch)."""
         kernel = self.kernel(name)
         grid3, block3 = executor_shape(grid, block)
         values = arguments(name, kernel.params, args)
@@ -118,7 +152,8 @@ class Program:
         for (i, _), pointer in zip(arrays, pointers, strict=True):
             values[i] = pointer
         run = Launch(name, grid3, block3, positive_int("max_steps", max_steps, "loop rounds a launch may take"),
-                     dynamic_shared_bytes(shared_mem), syncwarp=self.syncwarp)
+                     dynamic_shared_bytes(shared_mem), syncwarp=self.syncwarp, volatile_lines=self.volatile_lines,
+                     mapping=mapping)
         if trace:
             run.paths = {}
             for b in np.ndindex(*grid3[::-1]):

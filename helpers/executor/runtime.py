@@ -25,6 +25,9 @@ from .memory import KernelFault, Pointer, Shared, SharedRef
 MAX_STEPS = 1_000_000
 #: The most lanes run at once: big enough that NumPy's work dwarfs Python's, small enough for 2 GB.
 BATCH_LANES = 1 << 17
+#: Rounds in a row that an atomicCAS may fail for every lane that makes it before it is called a spin lock that
+#: never opens (a compare-and-swap loop with contention has a winner every round).
+MAX_SPINS = 2_000
 
 
 # ------------------------------------------------------------------------------------------------ masks
@@ -181,6 +184,11 @@ def _rd(c: Lanes, x: Any, line: int, m: Any, b: Any) -> Any:
             raise x.unset.fault(c, line, memory.first(missing))
         return x.value
     return x
+
+
+def _vrd(c: Lanes, v: tuple[Any, ...], line: int, m: Any, b: Any) -> tuple[Any, ...]:
+    """A vector variable declared without a value, read whole: each member as _rd reads it."""
+    return tuple(_rd(c, x, line, m, b) for x in v)
 
 
 # ------------------------------------------------------------------------------------------------ values
@@ -428,7 +436,7 @@ def namespace() -> dict[str, Any]:
                  _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
                  _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset, _vput=_vput,
                  _isnull=_isnull, _bit_popc=_bit_popc, _bit_clz=_bit_clz, _bit_ffs=_bit_ffs, _bit_brev=_bit_brev,
-                 _vset=_vset, _vptr=_vptr)
+                 _vset=_vset, _vptr=_vptr, _vrd=_vrd)
     return names
 
 
@@ -453,6 +461,9 @@ class Lanes:
         self.real = None if self.padded == self.threads else tid < self.threads
         self.alive: Any = None  # the lanes that have not returned from the kernel (None: all)
         self.gid = blk * self.threads + tid
+        self.rank = tid.astype(np.uint32)  # the thread's linear index in its block (a thread_block's thread_rank)
+        self.bd = np.uint32(self.threads)
+        self.blocks_in_grid = np.uint64(gdx * gdy * run.grid[2])
         self.first_block = first_block
         u = np.uint32
         self.tx, self.ty, self.tz = (tid % bdx).astype(u), (tid // bdx % bdy).astype(u), (tid // (bdx * bdy)).astype(u)
@@ -467,6 +478,9 @@ class Lanes:
         self.real_warps = blocks * -(-self.threads // WARP)
         self.real_lanes = blocks * self.threads
         self.warp_sync = memory.WarpSync(self.lanes, run.syncwarp)  # __syncwarp() calls, for the race check
+        self.mapping = run.mapping  # how a WMMA fragment's x[i] maps to tile elements (helpers.executor.wmma)
+        self.cas_failed: dict[int, int] = {}  # an atomicCAS line's rounds in a row that no lane won
+        self.cas_held: dict[int, tuple[int, int]] = {}  # the lane that last won it, and the element
 
     # ---------------------------------------------------------------- who is who
 
@@ -838,13 +852,40 @@ class Lanes:
             new = apply(before, v, want)
             data[f] = wrap(new) if wrap and isinstance(new, np.ndarray) and new.dtype != data.dtype else new
             old[lanes] = before
-            return old
-        for lane, k, x, y in zip(lanes.tolist(), f.tolist(), v.tolist(), want.tolist(), strict=True):
-            before = data[k]
-            new = apply(int(before) if wrap else before, x, y)
-            data[k] = wrap(new) if wrap else new
-            old[lane] = before
+        else:
+            for lane, k, x, y in zip(lanes.tolist(), f.tolist(), v.tolist(), want.tolist(), strict=True):
+                before = data[k]
+                new = apply(int(before) if wrap else before, x, y)
+                data[k] = wrap(new) if wrap else new
+                old[lane] = before
+        if compare is not None and lanes.size:
+            self._spin(line, lanes, f, old[lanes] == want)
         return old
+
+    def _spin(self, line: int, lanes: np.ndarray, f: np.ndarray, won: np.ndarray) -> None:
+        """An atomicCAS that fails for every lane making it, round after round, is a spin lock waiting for a
+        thread that, in lock step, never runs again to let go: a fault saying so (not a hang)."""
+        if won.any():
+            self.cas_held[line] = (int(lanes[np.argmax(won)]), int(f[np.argmax(won)]))
+            self.cas_failed[line] = 0
+            return
+        self.cas_failed[line] = self.cas_failed.get(line, 0) + 1
+        if self.cas_failed[line] < MAX_SPINS:
+            return
+        holder = self.cas_held.get(line)
+        lane = int(lanes[0])
+        if holder is not None and holder[0] // WARP == lane // WARP:
+            who = (f"thread {self.xyz_thread(holder[0] % self.padded)}, a lane of the same warp, took it and waits "
+                   "for its warp's other lanes to leave the loop, which they never do: a warp's lanes run in lock "
+                   "step here, as on GPUs before Volta (since Volta a GPU may let the holder go on, but CUDA does "
+                   "not promise it)")
+        else:
+            who = ("the thread that holds it runs in lock step with the waiting ones here and never gets to let "
+                   "it go (the CPU executor cannot run a spin lock)")
+        raise self.fault("spin lock", f"has waited {MAX_SPINS:,} rounds at the atomicCAS of line {line} for a "
+                         f"lock no thread lets go: {who}. Take the lock in one lane of each warp (if (lane == 0)), "
+                         "or do without a lock: atomicAdd, or a warp reduction with __shfl_down_sync",
+                         line, lane)
 
     def _global_atomic(self, p: Any, line: int, e: Any, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The data an atomic on global memory updates and each lane's element: in bounds and writable."""
@@ -856,7 +897,12 @@ class Lanes:
             raise self.fault("write to a read-only array", f"writes {p.name}[{int(f[0]) - p.start}], but the array "
                              f"passed as {p.name} is read-only (its flags.writeable is False): pass a writable copy, "
                              "a.copy()", line, int(lanes[0]))
-        return p.alloc.data, f
+        alloc = p.alloc
+        if alloc.writer is not None:  # another thread's plain store, nothing ordering it before this atomic
+            memory.global_race(self, p, f, lanes, line, "atomically update")
+        if alloc.reader is not None:  # kept as a read: a plain store after it by another thread races
+            memory.record_reads(self, p, f, lanes, line)
+        return alloc.data, f
 
     def _shared_atomic(self, p: SharedRef, line: int, e: Any, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The data an atomic on a shared or local array updates and each lane's element: in bounds, written

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pycparser import c_ast
 
-from . import vectors, warp
+from . import groups, vectors, warp, wmma
 from .c_types import (
     BOOL,
     CONVERSIONS,
@@ -42,6 +42,7 @@ from .c_types import (
 )
 from .front import CudaCError, UnsupportedSyntax, has_side_effects
 from .printing import ESCAPES
+from .runtime import namespace
 
 #: CUDA's fast-math intrinsics of one and two floats (the GPU's approximate or explicitly rounded versions; here
 #: NumPy's float32 functions, which are at least as accurate).
@@ -74,9 +75,18 @@ BIT_INTRINSICS = {"__popc": (UINT, INT), "__popcll": (CType("unsigned long long"
                   "__brev": (UINT, UINT), "__brevll": (CType("unsigned long long"), CType("unsigned long long"))}
 ATOMICS = ("atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicExch", "atomicAnd", "atomicOr", "atomicXor",
            "atomicInc", "atomicDec", "atomicCAS")
-#: Atomics of whole numbers only (atomicInc and atomicDec: of unsigned int only).
-INTEGER_ATOMICS = ("atomicAnd", "atomicOr", "atomicXor", "atomicInc", "atomicDec", "atomicCAS")
+_WHOLE = ("int", "unsigned int", "long long", "unsigned long long")
+#: The element types each atomic has an overload for in CUDA (NVRTC for sm_75, checked in
+#: tests/test_executor_cxx.py): no atomicMax of a float, no atomicAdd of a long long.
+ATOMIC_TYPES = {"atomicAdd": ("int", "unsigned int", "unsigned long long", "float", "double"),
+                "atomicSub": ("int", "unsigned int"), "atomicMax": _WHOLE, "atomicMin": _WHOLE,
+                "atomicExch": ("int", "unsigned int", "unsigned long long", "float"), "atomicAnd": _WHOLE,
+                "atomicOr": _WHOLE, "atomicXor": _WHOLE, "atomicInc": ("unsigned int",), "atomicDec": ("unsigned int",),
+                "atomicCAS": ("int", "unsigned int", "unsigned long long", "unsigned short")}
 BUILTINS = {"threadIdx": "t", "blockIdx": "b", "blockDim": "bd", "gridDim": "gd"}
+#: Loads and stores with a cache hint (__ldg: through the read-only cache): on the executor, a plain *p and *p = v.
+HINTED_LOADS = ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv")
+HINTED_STORES = ("__stwb", "__stcg", "__stcs", "__stwt")
 
 
 @dataclass
@@ -138,6 +148,7 @@ class Translator:
         self.mask = MASK  # the mask arguments where the expression being translated runs
         self.lambdas = 0  # how deep in a ?: branch or the right side of && / ||: no assignments there
         self.flops = 0  # floating-point operations in the statement being translated
+        self.volatile: set[str] = set()  # the names declared volatile (volatile float* s, volatile __shared__ ...)
 
     # -------------------------------------------------------------------- scopes and output
 
@@ -180,7 +191,7 @@ class Translator:
             words = [w for w in node.type.names]
             if len(words) == 1 and words[0] in self.typedefs:
                 return self.typedefs[words[0]]
-            if len(words) == 1 and words[0] in (*VECTORS, "__auto"):
+            if len(words) == 1 and (words[0] in (*VECTORS, "__auto") or words[0].startswith(("__cg_", "__wmma_"))):
                 return CType(words[0])
             name = type_name(words)
             if name is None:
@@ -228,7 +239,7 @@ class Translator:
     def known(self, code: str) -> int | None:
         """The value of translated code made only of numbers and const ints, else None."""
         value = self.evaluate(code)
-        return value if isinstance(value, int) else None
+        return int(value) if isinstance(value, int | np.integer) and not isinstance(value, bool) else None
 
     def evaluate(self, code: str) -> Any:
         """Translated code made only of numbers and constants, evaluated now (None if it needs a variable)."""
@@ -255,15 +266,14 @@ class Translator:
         fn = Function(name, params, "", kernel, False, self.returns, const=const, py_name=py_name)
         self.functions[name] = fn  # recursion finds itself
         args = [self.declare(pname, ptype, line) for pname, ptype in params]
+        self.volatile |= {p.name for p in (decl.type.args.params if decl.type.args else [])
+                          if isinstance(p, c_ast.Decl) and _is_volatile(p)}
         self.emit(0, f"def {py_name}(_c, _b{''.join(', ' + a for a in args)}):")
         self.emit(1, "_m = _rv = None")
         self.block(node.body, 1)
         if self.returns.name != "void":
             self.emit(1, f"_fell_off(_c, {MASK})")
         self.emit(1, "return _rv")
-        if self.barriers and not kernel:
-            raise UnsupportedSyntax(f"__syncthreads() in the __device__ function {name}: call it in the kernel "
-                                    "itself", line)
         fn.python = "\n".join(self.lines)
         fn.barriers = self.barriers
         return fn
@@ -425,6 +435,8 @@ class Translator:
 
     def declaration(self, node: c_ast.Decl, depth: int) -> None:
         line = node.coord.line
+        if _is_volatile(node):
+            self.volatile.add(node.name)
         if isinstance(node.type, c_ast.FuncDecl):
             raise UnsupportedSyntax("a function declared inside a function", line)
         if "register" in (node.storage or []):
@@ -433,6 +445,13 @@ class Translator:
             self.array(node, depth, line)
             return
         ctype = self.declared_type(node, line)
+        if wmma.is_fragment(ctype):
+            if node.init is not None:
+                raise UnsupportedSyntax("a fragment declared with a value: declare it, then fill_fragment or "
+                                        "load_matrix_sync", line)
+            py = self.declare(node.name, ctype, line)
+            self.emit(depth, f"{py} = {wmma.declare(self, ctype, line)}")
+            return
         if "static" in (node.storage or []):
             self.shared_cell(node, ctype, depth, line)
             return
@@ -557,6 +576,9 @@ class Translator:
         if self.lambdas:
             raise UnsupportedSyntax("an assignment, ++ or -- inside ?:, && or ||: only some threads would run "
                                     "it; write an if", line)
+        if isinstance(target, c_ast.ArrayRef) and (
+                found := wmma.assign_element(self, target, value, op, line)) is not None:
+            return found  # frag.x[i] = v
         self.writable(target, line)
         rhs, ttype = self.assign_value(target, op, value, line)
         if isinstance(target, c_ast.StructRef):
@@ -610,6 +632,8 @@ class Translator:
         while isinstance(base, c_ast.ArrayRef):
             indices.insert(0, base.subscript)
             base = base.name
+        if isinstance(base, c_ast.ID) and base.name in self.volatile and line:
+            self.unit.volatile_lines.add(line)  # warp-synchronous code through it: told apart from plain code
         code, btype = self.expr(base)
         if btype.pointer:
             if len(indices) != 1:
@@ -689,6 +713,12 @@ class Translator:
             frm, code = CType(frm.name, pointer=True), f"_c.decay({code})"
         if to.pointer or frm.pointer:
             return self.pointer_cast(code, frm, to, line)
+        if groups.is_group(frm) or groups.is_group(to):
+            if frm == to:
+                return code
+            raise UnsupportedSyntax(f"a {frm.name.removeprefix('__cg_')} where a {to.name.removeprefix('__cg_')} is "
+                                    "wanted: the executor keeps each group its own type (cg::thread_block, "
+                                    "cg::thread_block_tile<32>)", line)
         if vectors.is_vector(frm) or vectors.is_vector(to):
             if frm == to:
                 return code
@@ -734,6 +764,8 @@ class Translator:
             return self.identifier(node, line)
         if isinstance(node, c_ast.StructRef):
             return self.member(node, line)
+        if isinstance(node, c_ast.ArrayRef) and (found := wmma.element(self, node, line)) is not None:
+            return found  # frag.x[i]
         if isinstance(node, c_ast.ArrayRef) or (isinstance(node, c_ast.UnaryOp) and node.op == "*"):
             kind, base, index = self.address(node, line)
             if kind == "row":  # a row of a 2-D array, used as a pointer to its first element
@@ -777,8 +809,15 @@ class Translator:
         return self.cast(code, frm, to, line), to
 
     def member(self, node: c_ast.StructRef, line: int | None) -> tuple[str, CType]:
-        """threadIdx.x and the other built-ins' members, or a vector's (v.x)."""
+        """threadIdx.x and the other built-ins' members (block.group_index().x too), or a vector's (v.x)."""
         base = _name(node.name)
+        if node.field.name == "num_elements" and isinstance(node.name, c_ast.ID) and \
+                wmma.is_fragment(self.lookup(node.name.name, line).type):
+            return str(wmma.num_elements(self.lookup(node.name.name, line).type, line)), INT
+        call = node.name
+        if isinstance(call, c_ast.FuncCall) and isinstance(call.name, c_ast.StructRef) and \
+                call.name.field.name in groups.DIM3 and groups.is_group(self.type_of(call.name.name)):
+            base = groups.DIM3[call.name.field.name]
         if base not in BUILTINS:
             return vectors.member(self, node, line)
         if node.type != "." or node.field.name not in ("x", "y", "z"):
@@ -795,6 +834,8 @@ class Translator:
         var = self.lookup(node.name, line)
         if var.cell:
             return f"_c.lda({var.py}, (0,), {line}, {self.mask})", var.type
+        if var.unset and vectors.is_vector(var.type):  # each member read as set
+            return f"_vrd(_c, {var.py}, {line}, {self.mask})", var.type
         if var.unset:
             return f"_rd(_c, {var.py}, {line}, {self.mask})", var.type
         return var.py, var.type
@@ -821,9 +862,8 @@ class Translator:
     def unary(self, node: c_ast.UnaryOp, line: int | None) -> tuple[str, CType]:  # noqa: C901
         op = node.op
         if op == "sizeof":
-            ctype = self.ctype(node.expr.type, line) if isinstance(node.expr, c_ast.Typename) else None
-            if ctype is None:
-                raise UnsupportedSyntax("sizeof of an expression: write sizeof(float)", line)
+            ctype = self.ctype(node.expr.type, line) if isinstance(node.expr, c_ast.Typename) else \
+                self.type_of(node.expr)
             if ctype.name in ("void", "__auto") and not ctype.pointer:
                 raise CudaCError(f"sizeof({ctype.name}): it has no size (NVRTC: incomplete type)", line)
             return str(8 if ctype.pointer else size_of(ctype.name) * math.prod(ctype.dims)), \
@@ -958,6 +998,9 @@ class Translator:
     def call(self, node: c_ast.FuncCall, line: int | None) -> tuple[str, CType]:
         name = _name(node.name)
         args = node.args.exprs if node.args is not None else []
+        library = self.library(node, name, args, line)
+        if library is not None:
+            return library
         if name == "__syncthreads":
             raise UnsupportedSyntax("__syncthreads() inside an expression: make it a statement of its own", line)
         if name in self.unit.calls:  # f<float, 4>(...)
@@ -1015,13 +1058,57 @@ class Translator:
             raise CudaCError(f"{name} on memory a pointer to const points to: it writes there (NVRTC: no "
                              f"instance of {name} matches)", line)
         etype = ptype.scalar
-        unsigned = name in ("atomicInc", "atomicDec")
-        if name in INTEGER_ATOMICS and (not is_int(etype) or (unsigned and etype != UINT)):
-            raise CudaCError(f"{name} works on {'unsigned int' if unsigned else 'whole numbers'}; this address "
-                             f"points to a {etype}", line)
+        if etype.name not in ATOMIC_TYPES[name]:
+            hint = (" (for a float maximum or minimum: an atomicCAS loop on __float_as_int's bits, or atomicMax on "
+                    "them for values that are never negative)" if name in ("atomicMax", "atomicMin") and
+                    is_float(etype) else "")
+            article = "an" if etype.name[0] in "aeiou" else "a"
+            raise CudaCError(f"{name} on {article} {etype}: CUDA has {name} for {', '.join(ATOMIC_TYPES[name])} only "
+                             f"(NVRTC: no instance of overloaded function \"{name}\" matches the argument list)"
+                             f"{hint}", line)
         values = [self.convert(a, etype, line) for a in args[1:]]
         compare = f", compare={values[0]}" if name == "atomicCAS" else ""
         return f"_c.atomic({name!r}, {ptr}, {values[-1]}, {line}, {self.mask}{compare})", etype
+
+    def library(self, node: c_ast.FuncCall, name: str, args: list[c_ast.Node],
+                line: int | None) -> tuple[str, CType] | None:
+        """A call into CUDA's headers (cooperative groups, WMMA, cuda_fp16.h, the cache-hinted loads), or None."""
+        if isinstance(node.name, c_ast.StructRef):  # block.sync(), tile.shfl_down(v, 1): a group's method
+            group = self.type_of(node.name.name)
+            if not groups.is_group(group) or node.name.type != ".":
+                raise UnsupportedSyntax(f"the method call .{node.name.field.name}(): only cooperative groups have "
+                                        "methods here", line)
+            return groups.method(self, node.name.field.name, group, args, line)
+        if name.startswith("__cg_"):
+            return groups.function(self, name, args, line)
+        if name.startswith("__wmma_"):
+            return wmma.call(self, name, args, line)
+        if name in wmma.HALF_FUNCTIONS:
+            return self.half_function(name, args, line)
+        if name in HINTED_LOADS or name in HINTED_STORES:
+            return self.hinted(name, args, line)
+        return None
+
+    def half_function(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """cuda_fp16.h's conversions and arithmetic: __float2half, __half2float, __hadd, __hmul, __hfma, ..."""
+        wanted, result = wmma.HALF_FUNCTIONS[name]
+        self.arity(name, args, len(wanted), line)
+        values = [self.convert(a, t, line) for a, t in zip(args, wanted, strict=True)]
+        if name in wmma.HALF_CODE:
+            return wmma.HALF_CODE[name].format(*values), result
+        return self.cast(values[0], wanted[0], result, line), result
+
+    def hinted(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """__ldg(p) (a load through the read-only cache) and the other cache-hinted loads and stores: *p, *p = v."""
+        self.arity(name, args, 1 if name in HINTED_LOADS else 2, line)
+        if not self.type_of(args[0]).pointer:
+            raise CudaCError(f"{name}'s first argument is an address: {name}(&a[i]) or {name}(a + i)", line)
+        target = c_ast.UnaryOp("*", args[0], args[0].coord)
+        if name in HINTED_LOADS:
+            return self.expr(target)
+        if self.type_of(args[0]).const:
+            raise CudaCError(f"{name} through a pointer to const: it writes there", line)
+        return self.assign(target, "=", args[1], line), CType("void")
 
     def printf(self, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """printf("format", values...): each active thread's line, in thread order (the format goes to the
@@ -1040,11 +1127,15 @@ class Translator:
         """A call of one of the source's functions (or a template's instance)."""
         if fn.kernel:
             raise UnsupportedSyntax(f"calling the kernel {fn.name} from a kernel (dynamic parallelism)", line)
+        if len(args) < len(fn.params):
+            from .unit import default_arguments  # the unit translates through this module
+
+            args = [*args, *default_arguments(self.unit, fn.name, len(args), len(fn.params), line)]
         self.arity(fn.name, args, len(fn.params), line)
         converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
         return f"{fn.py_name}(_c, _eff({self.mask}){''.join(', ' + c for c in converted)})", fn.returns
 
-    def deduce(self, name: str, args: list[c_ast.Node], line: int | None) -> list[CType | int]:
+    def deduce(self, name: str, args: list[c_ast.Node], line: int | None) -> list[CType | int | None]:
         """Template `name`'s type arguments from the types of a call's arguments (f(x) with x a float: T = float)."""
         node, params = self.unit.templates[name]
         decls = node.decl.type.args.params if node.decl.type.args else []
@@ -1057,11 +1148,11 @@ class Translator:
             if len(words) == 1 and words[0] not in found:
                 atype = self.type_of(arg)
                 found[words[0]] = CType(atype.name) if pointer or not atype.pointer else atype
-        missing = [p.name for p in params if p.name not in found or p.kind != "type"]
+        missing = [p.name for p in params if (p.name not in found or p.kind != "type") and not p.default]
         if missing:
             raise CudaCError(f"the template arguments of {name} ({', '.join(missing)}) cannot be told from the call: "
                              f"give them, {name}<...>(...)", line)
-        return [found[p.name] for p in params]
+        return [found.get(p.name) if p.kind == "type" else None for p in params]
 
     def math(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """A math function. CUDA compiles C++: exp(x), pow(x, y), ... of floats call the float overloads, as
@@ -1164,6 +1255,14 @@ def _character(text: str, line: int | None) -> tuple[str, CType]:
     return str(value), CType("char")
 
 
+def _is_volatile(decl: c_ast.Decl) -> bool:
+    """Whether a declaration is volatile: volatile float* s (what it points to), volatile __shared__ float s[64]."""
+    node = decl.type
+    while isinstance(node, c_ast.PtrDecl | c_ast.ArrayDecl):
+        node = node.type
+    return "volatile" in (decl.quals or []) or "volatile" in (getattr(node, "quals", None) or [])
+
+
 def _name(node: c_ast.Node) -> str:
     return node.name if isinstance(node, c_ast.ID) else type(node).__name__
 
@@ -1179,9 +1278,33 @@ def _constant_shift(_c: None, a: int, op: str, b: int, bits: int, line: int, *_:
     return a << b if op == "<<" else a >> b
 
 
-#: What a constant array size may refer to while it is evaluated at translation time.
-_CONSTANT_NAMESPACE: dict[str, object] = {**CONVERSIONS, "_shift": _constant_shift, "_c": None, "_m": None,
-                                          "_b": None}
+def _constant_division(quotient: Any, remainder: Any) -> tuple[Any, Any]:
+    """Integer / and % in a constant (N / 32 as an array size): C's, with a division by zero named."""
+    def checked(fn: Any, op: str) -> Any:
+        def run(_c: None, a: int, d: int, line: int, *_: None) -> Any:
+            if d == 0:
+                raise CudaCError(f"{a} {op} 0 in a constant: a division by zero (NVRTC: integer division by zero)",
+                                 line)
+            return fn(_c, a, d, line, None, None)
+        return run
+    return checked(quotient, "/"), checked(remainder, "%")
+
+
+def _constant_namespace() -> dict[str, object]:
+    """What a constant (an array size, a template argument) may use while it is evaluated at translation time:
+    every integer operator, comparisons, &&, ||, !, ?:, min, max and abs."""
+    names: dict[str, object] = {**CONVERSIONS, "_shift": _constant_shift, "_c": None, "_m": None, "_b": None,
+                                "_min": min, "_max": max, "_abs": abs}
+    runtime = namespace()
+    for key in ("_i", "_not", "_land", "_lor", "_tern"):
+        names[key] = runtime[key]
+    for kind in ("int", "unsigned_int", "long_long", "unsigned_long_long"):
+        names[f"_idiv_{kind}"], names[f"_imod_{kind}"] = _constant_division(runtime[f"_idiv_{kind}"],
+                                                                            runtime[f"_imod_{kind}"])
+    return names
+
+
+_CONSTANT_NAMESPACE = _constant_namespace()
 
 
 #: What a kernel nested past Python's limits is told (the parser, the translation and Python's compiler all

@@ -31,15 +31,30 @@ class Unit:
     constant_arrays: dict[str, np.ndarray] = field(default_factory=dict)  # __constant__ memory, by name
     templates: dict[str, tuple[c_ast.FuncDef, list[TemplateParam]]] = field(default_factory=dict)
     calls: dict[str, tuple[str, list[str]]] = field(default_factory=dict)  # placeholder -> (template, arguments)
+    defaults: dict[str, dict[int, str]] = field(default_factory=dict)  # function -> its default arguments' text
     kernels: list[str] = field(default_factory=list)  # what a launch may name
     exported: set[str] = field(default_factory=set)
     syncwarp: bool = False  # whether any function calls __syncwarp()
+    volatile_lines: set[int] = field(default_factory=set)  # lines that index an array through a volatile name
+    wmma: bool = False  # whether any function makes a WMMA call
+    fragment_elements: bool = False  # whether any function reads or writes a fragment's x[i]
 
-    def instance(self, name: str, arguments: list[CType | int], line: int | None) -> Function:
-        """The translated instance of template `name` for these arguments (translated once)."""
+    def instance(self, name: str, given: list[CType | int | None], line: int | None) -> Function:
+        """The translated instance of template `name` for these arguments (translated once); an argument not given
+        (or None: not deduced) takes its parameter's default."""
         node, params = self.templates[name]
-        if len(arguments) != len(params):
-            raise CudaCError(f"{name} takes {len(params)} template argument(s); got {len(arguments)}", line)
+        if len(given) > len(params):
+            raise CudaCError(f"{name} takes {len(params)} template argument(s); got {len(given)}", line)
+        arguments: list[CType | int] = []
+        for param, value in zip(params, [*given, *[None] * (len(params) - len(given))], strict=True):
+            if value is None and not param.default:
+                wanted = sum(1 for p in params if not p.default)
+                raise CudaCError(f"{name} takes {len(params)} template argument(s) ({wanted} without a default); "
+                                 f"{param.name} has no default and is not given", line)
+            if value is None:
+                bound = {p.name: a for p, a in zip(params, arguments, strict=False)}
+                value = self.template_arguments([param.default], Translator(self, False, bound), line)[0]
+            arguments.append(value)
         for param, value in zip(params, arguments, strict=True):
             if (param.kind == "type") != isinstance(value, CType):
                 want = "a type" if param.kind == "type" else "a whole number"
@@ -66,6 +81,16 @@ class Unit:
         return values
 
 
+def default_arguments(unit: Unit, name: str, given: int, wanted: int, line: int | None) -> list[c_ast.Node]:
+    """The default arguments of function `name` for its parameters from `given` on (as expressions at `line`)."""
+    defaults = unit.defaults.get(name.partition("<")[0], {})
+    missing = [k for k in range(given, wanted) if k not in defaults]
+    if missing:
+        raise CudaCError(f"{name}() takes {wanted} argument(s); got {given}" +
+                         (f" (parameter {missing[0] + 1} has no default)" if defaults else ""), line)
+    return [_expression(defaults[k], line) for k in range(given, wanted)]
+
+
 def _expression(text: str, line: int | None) -> c_ast.Node:
     """A template argument's text as an expression tree (its line set to `line`)."""
     try:
@@ -73,9 +98,13 @@ def _expression(text: str, line: int | None) -> c_ast.Node:
     except c_parser.ParseError:
         raise CudaCError(f"the template argument {text!r} is neither a type nor a constant", line) from None
     node = tree.ext[0].init
-    for _, child in [("", node), *node.children()]:
-        if child.coord is not None:
-            child.coord.line = line or 0
+
+    def relined(tree: c_ast.Node) -> None:
+        if tree.coord is not None:
+            tree.coord.line = line or 0
+        for _, child in tree.children():
+            relined(child)
+    relined(node)
     return node
 
 
@@ -89,12 +118,13 @@ def translate_unit(source: str, name_expressions: Sequence[str] = ()) -> Unit:
 
 def _translate(source: str, name_expressions: Sequence[str]) -> Unit:
     tree, pre = parse(source)
-    unit = Unit(calls=pre.lowered.calls)
+    unit = Unit(calls=pre.lowered.calls, defaults=pre.lowered.defaults)
     skip = set(PRELUDE_TYPES) | pre.lowered.type_names
     for item in tree.ext:
         line = item.coord.line if item.coord else None
         if isinstance(item, c_ast.Typedef):
-            if line != 1 or item.name not in skip:  # typedef float T; (a type placeholder)
+            if line != 1 or (item.name not in skip and not item.name.startswith(("__cg_", "__wmma_"))
+                             and item.name not in ("half", "__half")):
                 ctype = Translator(unit, False).ctype(item.type, line)
                 if ctype.pointer or ctype.dims:
                     raise UnsupportedSyntax("a typedef of a pointer or an array", line)

@@ -182,27 +182,29 @@ def _source(name: str, lane: np.ndarray, arg: np.ndarray, w: np.ndarray) -> np.n
 
 
 def _shfl(c: Lanes, name: str, mask: Any, var: Any, arg: Any, width: Any, dtype: str, line: int, m: Any,
-          b: Any) -> np.ndarray:
-    """A shuffle: each calling lane gets var from the source lane of its warp (see the module's docstring)."""
+          b: Any, shown: str = "") -> np.ndarray:
+    """A shuffle: each calling lane gets var from the source lane of its warp (see the module's docstring).
+    `shown`: the call as the source writes it, for messages (tile.shfl_down, cg::reduce), when not `name`."""
     here = _here(c, m, b)
-    masks = _check(c, name, mask, here, line)
-    w = _width(c, name, width, here, line)
+    masks = _check(c, shown or name, mask, here, line)
+    w = _width(c, shown or name, width, here, line)
     every = np.arange(c.lanes, dtype=np.int64)
     lane = every & (WARP - 1)
     j = _source(name, lane, np.broadcast_to(np.asarray(arg).astype(np.int64), (c.lanes,)), w)
     outside = here & (((masks >> j) & 1) == 0)
     if outside.any():
         k = int(np.flatnonzero(outside)[0])
-        raise c.fault("shuffle from a lane outside the mask", f"calls {name} and would read lane {int(j[k])}, but "
-                      f"its mask 0x{int(masks[k]):08x} leaves that lane out: a thread reads only from lanes that take "
-                      "part (CUDA leaves the value undefined); widen the mask or keep the source inside it", line, k)
+        raise c.fault("shuffle from a lane outside the mask", f"calls {shown or name} and would read lane "
+                      f"{int(j[k])}, but its mask 0x{int(masks[k]):08x} leaves that lane out: a thread reads only "
+                      "from lanes that take part (CUDA leaves the value undefined); widen the mask or keep the "
+                      "source inside it", line, k)
     gone = here & ~here[every - lane + j]
     if gone.any():
         k = int(np.flatnonzero(gone)[0])
         source = int(every[k] - lane[k] + j[k])
         why = "is past the end of the block (blockDim is not a multiple of 32)" if source % c.padded >= c.threads \
             else "has returned" if not _alive(c)[source] else "is not at this call (it took another branch)"
-        raise c.fault("shuffle from a lane that is not here", f"calls {name} and would read "
+        raise c.fault("shuffle from a lane that is not here", f"calls {shown or name} and would read "
                       f"{_lane_name(c, source)}, which {why}: CUDA leaves the value undefined; keep the source "
                       "among the lanes that call it (or give them a value first)", line, k)
     c.tick(0, m, b)
@@ -211,10 +213,10 @@ def _shfl(c: Lanes, name: str, mask: Any, var: Any, arg: Any, width: Any, dtype:
     return values[every - lane + j]
 
 
-def _vote(c: Lanes, name: str, mask: Any, pred: Any, line: int, m: Any, b: Any) -> np.ndarray:
+def _vote(c: Lanes, name: str, mask: Any, pred: Any, line: int, m: Any, b: Any, shown: str = "") -> np.ndarray:
     """__ballot_sync: the mask's lanes whose pred holds, as bits; __any_sync, __all_sync: whether any or all do."""
     here = _here(c, m, b)
-    masks = _check(c, name, mask, here, line)
+    masks = _check(c, shown or name, mask, here, line)
     ballot = np.repeat(_bits(np.broadcast_to(np.asarray(pred, bool), (c.lanes,)) & here), WARP) & masks
     c.tick(0, m, b)
     if name == "__ballot_sync":
@@ -227,11 +229,11 @@ def _activemask(c: Lanes, m: Any, b: Any) -> np.ndarray:
     return np.repeat(_bits(_here(c, m, b)), WARP).astype(np.uint32)
 
 
-def _syncwarp(c: Lanes, mask: Any, line: int, m: Any, b: Any) -> None:
+def _syncwarp(c: Lanes, mask: Any, line: int, m: Any, b: Any, shown: str = "") -> None:
     """__syncwarp(mask): checked as the other *_sync primitives; it orders the named lanes' shared-memory accesses
     (helpers.executor.memory.WarpSync)."""
     here = _here(c, m, b)
-    masks = _check(c, "__syncwarp", mask, here, line)
+    masks = _check(c, shown or "__syncwarp", mask, here, line)
     lanes = np.flatnonzero(here)
     c.warp_sync.sync(lanes, masks[lanes])
 

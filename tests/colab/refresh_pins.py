@@ -38,6 +38,9 @@ GPU_SERIES = {
     "jax-cuda12-plugin": "JAX's CUDA backend; without a GPU JAX runs on the CPU",
     "jax-cuda12-pjrt": "required by jax-cuda12-plugin",
     "nvidia-cuda-nvrtc-cu12": "NVIDIA's runtime compiler: chapter 03 compiles CUDA C with it",
+    "nvidia-cuda-runtime-cu12": "CUDA's headers NVRTC compiles with: cuda_fp16.h, cooperative groups, mma.h",
+    "nvidia-cuda-cccl-cu12": "CCCL's headers (nv/target) that CUDA's headers include",
+    "nvidia-cuda-nvcc-cu12": "crt/mma.h, which WMMA's mma.h includes",
 }
 
 
