@@ -423,7 +423,7 @@ def build(source: str, arch: str = "sm_75", name: str = "kernel.cu", names: tupl
     try:
         for expression in names:
             _check(lib, lib.nvrtcAddNameExpression(program, expression.encode()), f"name expression {expression}")
-        flags = [f"--gpu-architecture={arch}", "-Xptxas", "-v"]
+        flags = [f"--gpu-architecture={arch}", "-Xptxas", "-v", *reference_options()]  # as CuPy compiles it
         status = lib.nvrtcCompileProgram(program, len(flags), (ctypes.c_char_p * len(flags))(*map(str.encode, flags)))
         size = ctypes.c_size_t()
         _check(lib, lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)), "log size")
