@@ -724,7 +724,7 @@ def keras_cpu_vs_accelerator(data: mlp.Digits, params: mlp.Params, idx: Any, lr:
     beside the CPU's epoch, labelled. devices: JAX's devices (None: jax.devices(), then jax.devices("cpu")).
     """
     cpu, fast, place = _devices(devices, place)
-    on_cpu = _keras_epoch(cpu, "the host CPU", place, timer, data, params, idx, lr)
+    on_cpu = _keras_epoch(cpu, HOST_CPU, place, timer, data, params, idx, lr)
     if fast is None:
         return KerasOnDevices(on_cpu, None, prediction)
     return KerasOnDevices(on_cpu, _keras_epoch(fast, "the accelerator", place, timer, data, params, idx, lr))
@@ -741,6 +741,10 @@ def _devices(devices: Sequence[Any] | None, place: Callable[[Any], Any] | None) 
     return cpu, accelerator(found), place or jax.default_device
 
 
+#: What the host CPU's timings of Keras are labelled: the one name whose epoch must have its data on the CPU.
+HOST_CPU = "the host CPU"
+
+
 def _keras_epoch(device: Any, name: str, place: Callable[[Any], Any], timer: Callable[..., Timing],
                  data: mlp.Digits, params: mlp.Params, idx: Any, lr: float) -> Timing:
     """One Keras epoch timed on `device`: the model, its weights and the batches are made there, so the steps run
@@ -748,7 +752,7 @@ def _keras_epoch(device: Any, name: str, place: Callable[[Any], Any], timer: Cal
     with place(device):
         timing = timer(trainer("keras", lr), data, params, idx, label=f"Keras on {name}")
     on_cpu = timing.extra.get("where") == "this CPU"
-    if on_cpu != (device.platform == "cpu"):
+    if on_cpu != (name == HOST_CPU):
         raise RuntimeError(f"Keras's epoch meant for {name} ran with its data on {timing.extra.get('where')}")
     return timing
 
@@ -817,7 +821,7 @@ def keras_widths(data: mlp.Digits, lr: float, prediction_device: str = specs.REF
     on_cpu, on_fast, predicted = [], [], []
     for width in widths:
         params = mlp.init_params(data.n_features, width, data.n_classes, seed)
-        on_cpu.append(_keras_epoch(cpu, "the host CPU", place, timer, data, params, idx, lr))
+        on_cpu.append(_keras_epoch(cpu, HOST_CPU, place, timer, data, params, idx, lr))
         if fast is not None:
             on_fast.append(_keras_epoch(fast, "the accelerator", place, timer, data, params, idx, lr))
         else:

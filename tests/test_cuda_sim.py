@@ -150,7 +150,15 @@ def run_transpose(src: str, n: int = 64, launch=executor_launch) -> None:
     assert counted is None or counted.bank_conflicts == 0, f"{counted.ways_per_request}-way shared requests"
 
 
+def run_axpby4(src: str, n: int = 1000, launch=executor_launch) -> None:
+    """Chapter 03's float4 axpby: four elements a thread, each input read in one 16-byte load (n a multiple of 4)."""
+    x, y, z = floats(n), floats(n) + 1, np.full(n, np.nan, np.float32)
+    launch(src, "axpby4", (blocks(n // 4, 256),), (256,), (x, y, z, np.float32(2), np.float32(3), np.int64(n)))
+    np.testing.assert_allclose(z, np.float32(2) * x + np.float32(3) * y, rtol=1e-6)
+
+
 RUNS = {
+    "axpby4": run_axpby4,
     "vector_add": lambda src, **kw: run_vector_add(src, **kw),
     "vector_add_grid_stride": lambda src, **kw: run_vector_add(src, "vector_add_grid_stride", grid=3, **kw),
     "matmul_naive": lambda src, **kw: run_matmul(src, "matmul_naive", 37, **kw),
