@@ -171,9 +171,14 @@ def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BI
     registers = made["registers"] if made else None
     occ = roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block, registers)
     resident = occ.blocks_per_sm * spec.sms  # type: ignore[operator]
+    fmas = c.flops * grow / roofline.WARP_FMA_FLOPS  # warp multiply-adds at n
+    loads = made["lds_passes_per_fma"] * fmas if made and "lds_passes_per_fma" in made else None
+    warps_per_block = -(-c.threads_per_block // 32)
     return roofline.KernelWork(
         flops=c.flops * grow,
-        shared_passes=c.shared_wavefronts * grow,
+        shared_passes=(c.shared_wavefronts - c.shared_load_wavefronts) * grow + loads if loads is not None
+        else c.shared_wavefronts * grow,
+        barrier_waits=made.get("waits_per_fma", 0.0) * fmas / warps_per_block if made else 0.0,
         global_lines=c.global_load_lines * grow + c.global_store_lines * spread,
         requests=(c.global_load_requests + c.shared_load_requests + c.shared_store_requests) * grow
         + c.global_store_requests * spread,
@@ -226,13 +231,18 @@ def compile_rung(r: Rung, arch: str, counted: Counters | None = None) -> dict[st
              "shared_bytes": made.shared_bytes, "barriers": made.barriers, "nvrtc": made.nvrtc}
     if not compiled.disassembles(SASS_STAND_IN.get(arch, arch)):
         return facts
-    code, found = compiled.loops_of(kernel_source(SOURCE), SASS_STAND_IN.get(arch, arch), r.kernel, SOURCE, names)
-    mix = compiled.weigh(code, found, counted if counted is not None else counts(r.label))
-    return {**facts, "registers": made.registers, "spill_stores": made.spill_stores, "spill_loads": made.spill_loads,
-            "shared_bytes": made.shared_bytes, "barriers": made.barriers, "sass_of": SASS_STAND_IN.get(arch, arch),
-            "step": mix.step, "per_fma": {k: round(v, 6) for k, v in sorted(mix.per_fma.items())},
+    sass = SASS_STAND_IN.get(arch, arch)
+    code, found = compiled.loops_of(kernel_source(SOURCE), sass, r.kernel, SOURCE, names)
+    counted = counted if counted is not None else counts(r.label)
+    mix = compiled.weigh(code, found, counted)
+    fmas = counted.flops / roofline.WARP_FMA_FLOPS / (counted.blocks * -(-counted.threads_per_block // 32))  # a warp's
+    n = COUNT_N  # the arguments the counts were made with: A, B, C and n
+    passes = compiled.load_passes(code, found, counted, r.block, sass, (np.zeros(1, np.float32),) * 3 + (np.int32(n),))
+    return {**facts, "sass_of": sass, "step": mix.step, "per_fma": {k: round(v, 6) for k, v in sorted(mix.per_fma.items())},
             "issued_per_fma": round(mix.issued_per_fma, 6), "other_per_fma": round(mix.other_per_fma, 6),
-            "lds_per_fma": round(mix.lds_per_fma, 6)}
+            "lds_per_fma": round(mix.lds_per_fma, 6),
+            **({"lds_passes_per_fma": round(passes / fmas, 6)} if passes is not None else {}),
+            "waits_per_fma": round(compiled.barrier_waits(code, found, counted) / fmas, 9)}
 
 
 #: The kinds a compiled step is shown by: the multiply-adds, shared loads (4 and 16 bytes), global loads, barriers.
