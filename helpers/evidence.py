@@ -246,8 +246,14 @@ def page(rows: list[dict[str, Any]] | None = None, reports: list[tuple[str, dict
 def _kernel_rates() -> list[str]:
     """The constants page's rows for the kernel model's rates: the float32 issue rate per compute capability and
     the clocks cards hold under load."""
+    from . import shared_passes
+
     out = [f"| FP32_ISSUE_RATE[{cc!r}] | {cost.value:g} | {_cell(cost.what)} | {_cell(cost.source)} |"
            for cc, cost in roofline.FP32_ISSUE_RATE.items()]
+    out += [f"| DRAM_LATENCY[{cc!r}] | {_seconds(cost.value)} | {_cell(cost.what)} | {_cell(cost.source)} |"
+            for cc, cost in roofline.DRAM_LATENCY.items()]
+    out.append("| shared_passes.passes_of | per shared load | the passes one LDS, LDS.64 or LDS.128 takes for its 32 "
+               f"addresses (worked out from the machine code) | {_cell(shared_passes.RULE_SOURCE)} |")
     return out + [f"| specs: {spec.name} held_clock | {spec.held_clock / 1e6:,.0f} MHz | the SM clock the card holds "  # type: ignore[operator]
                   f"under load (predictions run it there; its roofs stay the published peaks) | "
                   f"{_cell(spec.held_clock_source)} |" for spec in specs.GPUS if spec.held_clock]
@@ -270,7 +276,8 @@ def kernel_model_section() -> list[str]:
     out = ["## Chapter 07: a kernel from its counters", "",
            "`roofline.predict_kernel` turns the CPU executor's counts of a kernel (scaled from n = "
            f"{make_it_fast.COUNT_N} to {n:,}) into a time: the slowest of arithmetic, issue, shared memory, the L1 "
-           "and DRAM, with what the compiler made of each rung (registers, machine instructions per multiply-add: "
+           "and DRAM, plus a tile loop's barrier waits (and its DRAM time where an SM holds one block), with what the "
+           "compiler made of each rung (registers, machine instructions and shared-memory passes per multiply-add: "
            f"`helpers/data/sgemm-compiled.json`, NVRTC {make_it_fast.stored()['nvrtc']}, nvdisasm "
            f"{make_it_fast.stored()['nvdisasm']}). Its cache assumptions, written down before any comparison with a "
            "published figure:", "",

@@ -238,7 +238,8 @@ def compile_rung(r: Rung, arch: str, counted: Counters | None = None) -> dict[st
     fmas = counted.flops / roofline.WARP_FMA_FLOPS / (counted.blocks * -(-counted.threads_per_block // 32))  # a warp's
     n = COUNT_N  # the arguments the counts were made with: A, B, C and n
     passes = compiled.load_passes(code, found, counted, r.block, sass, (np.zeros(1, np.float32),) * 3 + (np.int32(n),))
-    return {**facts, "sass_of": sass, "step": mix.step, "per_fma": {k: round(v, 6) for k, v in sorted(mix.per_fma.items())},
+    per_fma = {k: round(v, 6) for k, v in sorted(mix.per_fma.items())}
+    return {**facts, "sass_of": sass, "step": mix.step, "per_fma": per_fma,
             "issued_per_fma": round(mix.issued_per_fma, 6), "other_per_fma": round(mix.other_per_fma, 6),
             "lds_per_fma": round(mix.lds_per_fma, 6),
             **({"lds_passes_per_fma": round(passes / fmas, 6)} if passes is not None else {}),
@@ -251,8 +252,9 @@ STEP_KINDS = ("FFMA", "LDS", "LDS.128", "LDG", "LDG.128", "BAR")
 
 def show_compiled(device: specs.DeviceSpec | str) -> None:
     """Print what the compiler made of every rung for `device`'s architecture (the stored facts): registers,
-    spills, shared memory, the warps an SM holds with those registers, one step of the hottest loop by kind, and the
-    instructions issued per multiply-add with every loop weighted."""
+    spills, shared memory, the warps an SM holds with those registers, one step of the hottest loop by kind, the
+    instructions issued per multiply-add with every loop weighted, and the passes its shared loads take per
+    multiply-add (helpers.shared_passes)."""
     spec = roofline.published_spec(device)
     arch, data = arch_of(spec), stored()
     if arch not in data["archs"]:
@@ -262,16 +264,17 @@ def show_compiled(device: specs.DeviceSpec | str) -> None:
     print(f"{spec.name}: compiled for {arch} by NVRTC {data['nvrtc']}, machine code read by nvdisasm "
           f"{data['nvdisasm']}" + (f" from {sass} (the same instructions)" if sass != arch else "") +
           " (stored in helpers/data/sgemm-compiled.json)")
-    print(f"{'rung':<22}{'registers':>10}{'spills':>7}{'shared B':>9}{'warps/SM':>9}{'instr./FFMA':>12}   "
-          "one step of the hottest loop")
+    print(f"{'rung':<22}{'registers':>10}{'spills':>7}{'shared B':>9}{'warps/SM':>9}{'instr./FFMA':>12}"
+          f"{'passes/FFMA':>12}   one step of the hottest loop")
     for r in RUNGS:
         f = data["archs"][arch][r.label]
         counted = counts(r.label)
         occ = roofline.occupancy(spec, counted.threads_per_block, counted.shared_bytes_per_block, f["registers"])
         step = ", ".join(f"{f['step'][k]} {k}" for k in STEP_KINDS if f["step"].get(k))
         other = sum(v for k, v in f["step"].items() if k not in STEP_KINDS)
+        passes = f"{f['lds_passes_per_fma']:.2f}" if "lds_passes_per_fma" in f else "?"
         print(f"{r.label:<22}{f['registers']:>10}{f['spill_stores'] + f['spill_loads']:>7}{f['shared_bytes']:>9,}"
-              f"{occ.warps_per_sm:>9}{f['issued_per_fma']:>12.2f}   {step}, {other} other")
+              f"{occ.warps_per_sm:>9}{f['issued_per_fma']:>12.2f}{passes:>12}   {step}, {other} other")
 
 
 def compiled_here(device: specs.DeviceSpec | str, label: str) -> str:

@@ -748,8 +748,12 @@ FP32_ISSUE_RATE: dict[str, Cost] = {
                 "fitted, not checked against: a V100's fastest hand-written kernel on file, not a rung (A kept "
                 "row-major in shared memory), 13,583.9 of 15,700 GFLOP/s (https://github.com/jhlee508/matmul-cuda)"),
     "7.5": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on a T4 (Turing)",
-                "assumed: no hand-written T4 kernel on file; the lower of the two rates on file (8.6's), so a "
-                "hand-written rung is not predicted past cuBLAS on the power-capped T4"),
+                "assumed: the lower of the two rates on file (8.6's), so a hand-written rung is not predicted past "
+                "cuBLAS on the power-capped T4. Left out, too weak to set it: a T4 kernel at 4,779.9 GFLOP/s (n = "
+                "2,048, 128 x 128 tiles, https://github.com/aaron-ang/cuda-sgemm/blob/"
+                "06d7a1cfecf366e8788e3b235018e5dacee99f65/docs/report/report.tex) names no clock, and beats the T4 "
+                "cuBLAS rows on file, so its share of the held clock's peak (0.79) cannot be told from a higher "
+                "clock"),
     "8.0": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on an A100",
                 "assumed as for 8.6: no hand-written A100 kernel on file"),
     "8.6": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on a 128-lane SM whose "

@@ -106,7 +106,7 @@ def _lop3(a: np.ndarray, b: np.ndarray, c: np.ndarray, lut: int) -> np.ndarray:
     return out & _MASK
 
 
-def _arith(op: str, v: list[np.ndarray | None]) -> np.ndarray | None:  # noqa: C901 - one case per opcode
+def _arith(op: str, v: list[np.ndarray | None]) -> np.ndarray | None:
     """The 32-bit result of an integer instruction on known operands; None where it is not modelled."""
     if any(x is None for x in v):
         return None
@@ -162,7 +162,11 @@ def _step(lanes: Lanes, ins: Instruction) -> None:
             lanes.set(hi_name, lanes.value(f"c[{word[1]}][{hex(int(word[2], 16) + 4)}]"))
         return
     if base == "HFMA2" and src[:2] == ["-RZ", "RZ"] and len(src) == 4:  # the compiler's way of writing a constant:
-        halves = [int(np.float16(float(h)).view(np.uint16)) for h in src[2:]]  # 0 * 0 + (two float16 halves)
+        try:  # 0 * 0 + (two float16 halves)
+            halves = [int(np.float16(float(h)).view(np.uint16)) for h in src[2:]]
+        except ValueError:  # a half the listing spells otherwise (INF, NAN): not an address
+            lanes.set(dest, None)
+            return
         lanes.set(dest, np.full(WARP, halves[0] << 16 | halves[1], np.int64))
         return
     width = 4 if ".128" in opcode else 2 if ".64" in opcode or ".WIDE" in opcode else 1
@@ -170,7 +174,8 @@ def _step(lanes: Lanes, ins: Instruction) -> None:
 
 
 def address(lanes: Lanes, ins: Instruction) -> np.ndarray | None:
-    """The 32 byte addresses a shared load reads: [Ra + URb + offset] summed lane by lane; None where unknown."""
+    """The 32 byte addresses a shared load reads: [Ra + URb + offset] (Ra.X8: Ra times 8) summed lane by lane;
+    None where unknown."""
     found = re.search(r"\[([^\]]+)\]", ins.text)
     if found is None:
         return None
@@ -179,9 +184,11 @@ def address(lanes: Lanes, ins: Instruction) -> np.ndarray | None:
         part = part.strip()
         if not part:
             continue
-        v = lanes.value(part.removesuffix(".X4").removesuffix(".64"))
+        scaled = re.fullmatch(r"(.+)\.X(\d+)", part.removesuffix(".64"))  # [R0.X8]: the register times 8
+        v = lanes.value(scaled[1] if scaled else part.removesuffix(".64"))
         if v is None:
             return None
+        v = v * (int(scaled[2]) if scaled else 1)
         total = total + np.where(v >= 1 << 31, v - (1 << 32), v) if part.startswith("-") else total + v
     return total & _MASK
 

@@ -187,9 +187,9 @@ def test_a_printed_source_gives_values_and_meanings_not_the_models_internal_name
 
 # --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
 
-INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "compiled", "shared_passes", "cpu", "files", "glossary", "hardware",
+INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "compiled", "cpu", "files", "glossary", "hardware",
                   "host_calls", "limits", "notice", "nvrtc", "plots", "precision", "project", "roofline", "specs",
-                  "style", "timing", "validate", "widgets", "workloads"}
+                  "shared_passes", "style", "timing", "validate", "widgets", "workloads"}
 CHAPTER = {"asynchrony", "choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks",
            "lessons", "counter_checks", "make_it_fast", "pallas", "mandelbrot", "mlp", "sharding", "systolic",
            "threads", "training"}
