@@ -178,7 +178,8 @@ def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BI
         flops=c.flops * grow,
         shared_passes=(c.shared_wavefronts - c.shared_load_wavefronts) * grow + loads if loads is not None
         else c.shared_wavefronts * grow,
-        barrier_waits=made.get("waits_per_fma", 0.0) * fmas / warps_per_block if made else 0.0,
+        barrier_waits=(made["waits_per_fma"] * fmas / warps_per_block if made and "waits_per_fma" in made
+                       else c.barriers / 2 * grow),  # no machine code: a rung waits once a step, 2 barriers
         global_lines=c.global_load_lines * grow + c.global_store_lines * spread,
         requests=(c.global_load_requests + c.shared_load_requests + c.shared_store_requests) * grow
         + c.global_store_requests * spread,
