@@ -388,7 +388,8 @@ def kernel_work(counters: Any, device: Any, source: str, kernel: str, *, dram_by
     `scale` (counted at a small size, priced at a larger one whose counts grow in proportion), with the
     registers and machine instructions NVRTC and nvdisasm make of `kernel` for the device's architecture.
     `dram_bytes`: what reaches DRAM at the priced size (a streaming kernel: its arrays once each). Without the
-    disassembler, the instructions are the source's requests (registers still count). `block` (threads per block
+    disassembler, the instructions are the source's requests (registers still count) and no barrier waits are
+    counted. `block` (threads per block
     along x, y, z; by default all along x) and `arguments` (the launch's, for the constant bank) let the machine
     code's shared loads be worked out lane by lane; shared stores keep the executor's passes."""
     from . import roofline
