@@ -344,27 +344,71 @@ def weigh(code: tuple[Instruction, ...], found: list[Loop], counters: Any) -> Mi
                sum(lds.values()) / fma, words / fma)
 
 
+def barrier_waits(code: tuple[Instruction, ...], found: list[Loop], counters: Any) -> float:
+    """Times one warp waits at a barrier for global loads (LDG) it issued just before: each run of a loop whose own
+    instructions hold both (a tile loop: once a step), and once for code outside the loops that holds both. A
+    loop's runs are read from the executor's barrier count (the barriers of the launch shared among the loops by
+    the barrier instructions each holds), which a tile loop's inner load loops cannot blur."""
+    own = _own(found)
+    bars = {lp: sum(code[i].kind == "BAR" for i in own[lp]) for lp in found}
+    inside = {i for lp in found for i in range(lp.start, lp.end + 1)}
+    outside = {ins.kind for i, ins in enumerate(code) if i not in inside}
+    waits = float({"LDG", "BAR"} <= outside)
+    looped = per_warp(counters)["BAR"] - outside_count(code, inside, "BAR")
+    tiles = [lp for lp in found if bars[lp] and any(code[i].kind == "LDG" for i in own[lp])]
+    return waits + sum(max(looped, 0.0) / sum(bars.values()) for _ in tiles)
+
+
+def outside_count(code: tuple[Instruction, ...], inside: set[int], kind: str) -> int:
+    """Instructions of `kind` outside every loop (they run once)."""
+    return sum(ins.kind == kind for i, ins in enumerate(code) if i not in inside)
+
+
+def load_passes(code: tuple[Instruction, ...], found: list[Loop], counters: Any, block: tuple[int, ...],
+                arch: str, arguments: tuple[Any, ...] = ()) -> float | None:
+    """Shared-memory passes one warp's loads take in the launch `counters` describes, from the machine code
+    (helpers.shared_passes: each load's 32 addresses and NVIDIA's rule), each loop weighted by its runs; None where
+    an address cannot be worked out from the code."""
+    from . import shared_passes
+
+    dims = (tuple(block) + (1, 1))[:3]
+    each = shared_passes.load_passes(code, dims, shared_passes.constant_bank(arch, dims, arguments))  # type: ignore[arg-type]
+    if each is None:
+        return None
+    found = sorted(found, key=lambda lp: lp.end - lp.start)
+    own = _own(found)
+    return shared_passes.per_warp(code, found, _runs(code, found, own, counters), own, each)
+
+
 def kernel_work(counters: Any, device: Any, source: str, kernel: str, *, dram_bytes: float, scale: float = 1.0,
-                name: str = "kernel.cu", names: tuple[str, ...] = (), sums_per_thread: int = 1) -> Any:
+                name: str = "kernel.cu", names: tuple[str, ...] = (), sums_per_thread: int = 1,
+                block: tuple[int, ...] | None = None, arguments: tuple[Any, ...] = ()) -> Any:
     """A hand-written kernel's roofline.KernelWork on `device` (a GPU spec or its name), for predict_kernel:
     the executor's counts of one launch (`counters`, from executor.Program(...).launch(...).counters), times
     `scale` (counted at a small size, priced at a larger one whose counts grow in proportion), with the
     registers and machine instructions NVRTC and nvdisasm make of `kernel` for the device's architecture.
     `dram_bytes`: what reaches DRAM at the priced size (a streaming kernel: its arrays once each). Without the
-    disassembler, the instructions are the source's requests (registers still count)."""
+    disassembler, the instructions are the source's requests (registers still count) and no barrier waits are
+    counted. `block` (threads per block
+    along x, y, z; by default all along x) and `arguments` (the launch's, for the constant bank) let the machine
+    code's shared loads be worked out lane by lane; shared stores keep the executor's passes."""
     from . import roofline
 
     spec = roofline.published_spec(device)
     arch = "sm_" + str(spec.compute_capability).replace(".", "")
     made = facts(source, arch, name, names)[kernel]
     warps = counters.blocks * -(-counters.threads_per_block // 32)
-    other = None
+    other, passes, waits = None, float(counters.shared_wavefronts), 0.0
     if disassembles(arch):
         code, found = loops_of(source, arch, kernel, name, names)
         issued = per_warp_issued(code, found, counters)
         other = max(0.0, sum(issued.values()) * warps - counters.flops / roofline.WARP_FMA_FLOPS) * scale
+        loads = load_passes(code, found, counters, block or (counters.threads_per_block,), arch, arguments)
+        if loads is not None:
+            passes += loads * warps - counters.shared_load_wavefronts
+        waits = barrier_waits(code, found, counters) * counters.blocks * scale
     return roofline.KernelWork(
-        flops=counters.flops * scale, shared_passes=counters.shared_wavefronts * scale,
+        flops=counters.flops * scale, shared_passes=passes * scale, barrier_waits=waits,
         global_lines=(counters.global_load_lines + counters.global_store_lines) * scale,
         requests=(counters.global_load_requests + counters.global_store_requests + counters.shared_load_requests
                   + counters.shared_store_requests) * scale,

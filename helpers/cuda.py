@@ -549,19 +549,21 @@ def predict_matmul_kernel(device: str | specs.DeviceSpec, kernel: str, n: int) -
     occupancy = roofline.occupancy(spec, counts.threads_per_block, counts.shared_bytes_per_block)
     dram = roofline.matmul_dram_bytes(n, (MATMUL_TILE, MATMUL_TILE), occupancy.blocks_per_sm * spec.sms,
                                       spec.l2_bytes)
-    return price_kernel(spec, kernel_source("matmul.cu"), "matmul.cu", kernel, counts, dram, (n / MATMUL_COUNT_N) ** 3)
+    return price_kernel(spec, kernel_source("matmul.cu"), "matmul.cu", kernel, counts, dram, (n / MATMUL_COUNT_N) ** 3,
+                        block=(MATMUL_TILE, MATMUL_TILE))
 
 
 def price_kernel(device: str | specs.DeviceSpec, source: str, file: str, kernel: str, counts: Any, dram_bytes: float,
-            scale: float) -> roofline.KernelTime:
+                 scale: float, block: tuple[int, ...] | None = None) -> roofline.KernelTime:
     """One launch of a kernel of helpers/kernels/`file` priced by roofline.predict_kernel: the executor's counts
     times `scale`, the compiler's registers and instructions where NVRTC is here (otherwise the source's requests
-    alone, registers not counted)."""
+    alone, registers not counted). `block`: the launch's threads along x, y, z (all along x by default)."""
     from . import compiled
 
     spec = roofline.published_spec(device)
     try:
-        work = compiled.kernel_work(counts, spec, source, kernel, dram_bytes=dram_bytes, scale=scale, name=file)
+        work = compiled.kernel_work(counts, spec, source, kernel, dram_bytes=dram_bytes, scale=scale, name=file,
+                                    block=block)
     except nvrtc.NvrtcUnavailable:
         work = roofline.KernelWork(
             flops=counts.flops * scale, shared_passes=counts.shared_wavefronts * scale,

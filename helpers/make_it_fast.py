@@ -171,9 +171,15 @@ def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BI
     registers = made["registers"] if made else None
     occ = roofline.occupancy(spec, c.threads_per_block, c.shared_bytes_per_block, registers)
     resident = occ.blocks_per_sm * spec.sms  # type: ignore[operator]
+    fmas = c.flops * grow / roofline.WARP_FMA_FLOPS  # warp multiply-adds at n
+    loads = made["lds_passes_per_fma"] * fmas if made and "lds_passes_per_fma" in made else None
+    warps_per_block = -(-c.threads_per_block // 32)
     return roofline.KernelWork(
         flops=c.flops * grow,
-        shared_passes=c.shared_wavefronts * grow,
+        shared_passes=(c.shared_wavefronts - c.shared_load_wavefronts) * grow + loads if loads is not None
+        else c.shared_wavefronts * grow,
+        barrier_waits=(made["waits_per_fma"] * fmas / warps_per_block if made and "waits_per_fma" in made
+                       else c.barriers / 2 * grow),  # no machine code: a rung waits once a step, 2 barriers
         global_lines=c.global_load_lines * grow + c.global_store_lines * spread,
         requests=(c.global_load_requests + c.shared_load_requests + c.shared_store_requests) * grow
         + c.global_store_requests * spread,
@@ -226,13 +232,19 @@ def compile_rung(r: Rung, arch: str, counted: Counters | None = None) -> dict[st
              "shared_bytes": made.shared_bytes, "barriers": made.barriers, "nvrtc": made.nvrtc}
     if not compiled.disassembles(SASS_STAND_IN.get(arch, arch)):
         return facts
-    code, found = compiled.loops_of(kernel_source(SOURCE), SASS_STAND_IN.get(arch, arch), r.kernel, SOURCE, names)
-    mix = compiled.weigh(code, found, counted if counted is not None else counts(r.label))
-    return {**facts, "registers": made.registers, "spill_stores": made.spill_stores, "spill_loads": made.spill_loads,
-            "shared_bytes": made.shared_bytes, "barriers": made.barriers, "sass_of": SASS_STAND_IN.get(arch, arch),
-            "step": mix.step, "per_fma": {k: round(v, 6) for k, v in sorted(mix.per_fma.items())},
+    sass = SASS_STAND_IN.get(arch, arch)
+    code, found = compiled.loops_of(kernel_source(SOURCE), sass, r.kernel, SOURCE, names)
+    counted = counted if counted is not None else counts(r.label)
+    mix = compiled.weigh(code, found, counted)
+    fmas = counted.flops / roofline.WARP_FMA_FLOPS / (counted.blocks * -(-counted.threads_per_block // 32))  # a warp's
+    n = COUNT_N  # the arguments the counts were made with: A, B, C and n
+    passes = compiled.load_passes(code, found, counted, r.block, sass, (np.zeros(1, np.float32),) * 3 + (np.int32(n),))
+    per_fma = {k: round(v, 6) for k, v in sorted(mix.per_fma.items())}
+    return {**facts, "sass_of": sass, "step": mix.step, "per_fma": per_fma,
             "issued_per_fma": round(mix.issued_per_fma, 6), "other_per_fma": round(mix.other_per_fma, 6),
-            "lds_per_fma": round(mix.lds_per_fma, 6)}
+            "lds_per_fma": round(mix.lds_per_fma, 6),
+            **({"lds_passes_per_fma": round(passes / fmas, 6)} if passes is not None else {}),
+            "waits_per_fma": round(compiled.barrier_waits(code, found, counted) / fmas, 9)}
 
 
 #: The kinds a compiled step is shown by: the multiply-adds, shared loads (4 and 16 bytes), global loads, barriers.
@@ -241,8 +253,9 @@ STEP_KINDS = ("FFMA", "LDS", "LDS.128", "LDG", "LDG.128", "BAR")
 
 def show_compiled(device: specs.DeviceSpec | str) -> None:
     """Print what the compiler made of every rung for `device`'s architecture (the stored facts): registers,
-    spills, shared memory, the warps an SM holds with those registers, one step of the hottest loop by kind, and the
-    instructions issued per multiply-add with every loop weighted."""
+    spills, shared memory, the warps an SM holds with those registers, one step of the hottest loop by kind, the
+    instructions issued per multiply-add with every loop weighted, and the passes its shared loads take per
+    multiply-add (helpers.shared_passes)."""
     spec = roofline.published_spec(device)
     arch, data = arch_of(spec), stored()
     if arch not in data["archs"]:
@@ -252,16 +265,17 @@ def show_compiled(device: specs.DeviceSpec | str) -> None:
     print(f"{spec.name}: compiled for {arch} by NVRTC {data['nvrtc']}, machine code read by nvdisasm "
           f"{data['nvdisasm']}" + (f" from {sass} (the same instructions)" if sass != arch else "") +
           " (stored in helpers/data/sgemm-compiled.json)")
-    print(f"{'rung':<22}{'registers':>10}{'spills':>7}{'shared B':>9}{'warps/SM':>9}{'instr./FFMA':>12}   "
-          "one step of the hottest loop")
+    print(f"{'rung':<22}{'registers':>10}{'spills':>7}{'shared B':>9}{'warps/SM':>9}{'instr./FFMA':>12}"
+          f"{'passes/FFMA':>12}   one step of the hottest loop")
     for r in RUNGS:
         f = data["archs"][arch][r.label]
         counted = counts(r.label)
         occ = roofline.occupancy(spec, counted.threads_per_block, counted.shared_bytes_per_block, f["registers"])
         step = ", ".join(f"{f['step'][k]} {k}" for k in STEP_KINDS if f["step"].get(k))
         other = sum(v for k, v in f["step"].items() if k not in STEP_KINDS)
+        passes = f"{f['lds_passes_per_fma']:.2f}" if "lds_passes_per_fma" in f else "?"
         print(f"{r.label:<22}{f['registers']:>10}{f['spill_stores'] + f['spill_loads']:>7}{f['shared_bytes']:>9,}"
-              f"{occ.warps_per_sm:>9}{f['issued_per_fma']:>12.2f}   {step}, {other} other")
+              f"{occ.warps_per_sm:>9}{f['issued_per_fma']:>12.2f}{passes:>12}   {step}, {other} other")
 
 
 def compiled_here(device: specs.DeviceSpec | str, label: str) -> str:

@@ -754,8 +754,12 @@ FP32_ISSUE_RATE: dict[str, Cost] = {
                 "fitted, not checked against: a V100's fastest hand-written kernel on file, not a rung (A kept "
                 "row-major in shared memory), 13,583.9 of 15,700 GFLOP/s (https://github.com/jhlee508/matmul-cuda)"),
     "7.5": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on a T4 (Turing)",
-                "assumed: no hand-written T4 kernel on file; the lower of the two rates on file (8.6's), so a "
-                "hand-written rung is not predicted past cuBLAS on the power-capped T4"),
+                "assumed: the lower of the two rates on file (8.6's), so a hand-written rung is not predicted past "
+                "cuBLAS on the power-capped T4. Left out, too weak to set it: a T4 kernel at 4,779.9 GFLOP/s (n = "
+                "2,048, 128 x 128 tiles, https://github.com/aaron-ang/cuda-sgemm/blob/"
+                "06d7a1cfecf366e8788e3b235018e5dacee99f65/docs/report/report.tex) names no clock, and beats the T4 "
+                "cuBLAS rows on file, so its share of the held clock's peak (0.79) cannot be told from a higher "
+                "clock"),
     "8.0": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on an A100",
                 "assumed as for 8.6: no hand-written A100 kernel on file"),
     "8.6": Cost(0.56, "share of the float32 peak a compiler-scheduled FFMA stream reaches on a 128-lane SM whose "
@@ -771,6 +775,27 @@ FP32_ISSUE_RATE: dict[str, Cost] = {
 }
 #: FLOPs a warp's multiply-add instruction does: 32 lanes, a multiply and an add each.
 WARP_FMA_FLOPS = 64
+
+_LATENCY = ("https://github.com/te42kyfo/gpu-benches/blob/1c36d509ee717dca9215c27135fa1e611bb03ed1/gpu-latency/"
+            "{file}: one warp chasing pointers through a 1.5 GB buffer (the last row), {cycles} cycles at {mhz} MHz")
+#: How long a load that misses the caches takes to come back from DRAM, by compute capability: te42kyfo's
+#: gpu-latency rows (pointer chasing, the largest buffer), cycles over the clock they were counted at. A tile loop
+#: waits this long at its barrier once a step (predict_kernel).
+DRAM_LATENCY: dict[str, Cost] = {
+    "7.0": Cost(437.0 / 1380e6, "seconds a load that misses the caches takes (V100)",
+                _LATENCY.format(file="v100.txt", cycles="437.0", mhz="1,380")),
+    "7.5": Cost(437.0 / 1380e6, "seconds a load that misses the caches takes (T4)",
+                "assumed as for 7.0: no T4 row on file; Turing's memory hierarchy has Volta's depth (Jia et al., "
+                "https://arxiv.org/abs/1903.07486)"),
+    "8.0": Cost(574.6 / 1410e6, "seconds a load that misses the caches takes (A100)",
+                _LATENCY.format(file="a100_40.txt", cycles="574.6", mhz="1,410")),
+    "8.6": Cost(574.6 / 1410e6, "seconds a load that misses the caches takes (GA102: RTX 30, RTX A6000)",
+                "assumed as for 8.0 (Ampere, the A100's row): no GA102 row on file"),
+    "8.9": Cost(631.9 / 2490e6, "seconds a load that misses the caches takes (Ada)",
+                _LATENCY.format(file="l40.txt", cycles="631.9", mhz="2,490")),
+    "9.0": Cost(658.4 / 1755e6, "seconds a load that misses the caches takes (Hopper)",
+                _LATENCY.format(file="h100_pcie.txt", cycles="658.4", mhz="1,755") + "; the H200 assumed as the H100"),
+}
 
 
 @dataclass(frozen=True)
@@ -790,6 +815,9 @@ class KernelWork:
     #: Machine instructions the warps issue beside their multiply-adds (address arithmetic, loads, branches), from
     #: the compiler's machine code (helpers.compiled.Mix); None: only the source's requests are counted.
     other_instructions: float | None = None
+    #: Times a block waits at a barrier for global loads it issued just before (a tile loop: once a step), summed
+    #: over the launch's blocks, from the machine code (helpers.compiled.barrier_waits); 0: none counted.
+    barrier_waits: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -858,6 +886,15 @@ def held_share(spec: specs.DeviceSpec) -> float:
     return spec.held_clock / peak_clock(spec)
 
 
+def dram_latency(device: Device) -> Cost:
+    """DRAM_LATENCY for the GPU's compute capability (a ValueError naming those on file otherwise)."""
+    spec, _ = _gpu_spec(device)
+    if spec.compute_capability not in DRAM_LATENCY:
+        raise ValueError(f"{spec.name}: no DRAM latency for compute capability {spec.compute_capability}; on file: "
+                         f"{', '.join(DRAM_LATENCY)}")
+    return DRAM_LATENCY[spec.compute_capability]  # type: ignore[index]
+
+
 def fp32_issue_rate(device: Device) -> Cost:
     """FP32_ISSUE_RATE for the GPU's compute capability (a ValueError naming those on file otherwise)."""
     spec, _ = _gpu_spec(device)
@@ -896,7 +933,11 @@ def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
     - shared memory, one pass per clock; the L1, one 128-byte line per clock; DRAM at MEMORY_EFFICIENCY;
     - loads + issue: a kernel that multiplies what it just loaded (no reuse in registers or shared memory) waits
       for its loads before it can issue on, so its L1 time and its arithmetic add.
-    Too few warps to cover ARITHMETIC_LATENCY stretch the arithmetic. Plus the kernel's floor.
+    Too few warps to cover ARITHMETIC_LATENCY stretch the arithmetic.
+    A tile loop (work.barrier_waits) adds what no unit overlaps: its blocks start together and wait at each step's
+    barrier for that step's tiles, so every step of every wave of resident blocks waits one DRAM_LATENCY ("barrier
+    waits"); and where an SM holds a single block, nothing computes while its tiles stream in, so the DRAM time adds
+    to the slowest unit's instead of hiding under it. Plus the kernel's floor.
     """
     if not isinstance(work, KernelWork):
         raise TypeError(f"work must be a roofline.KernelWork; got {type(work).__name__}")
@@ -919,7 +960,12 @@ def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
         "loads + issue": lines + arithmetic if work.shared_passes == 0 else 0.0,
         "DRAM": _amount("dram_bytes", work.dram_bytes) / (spec.peak_bandwidth * MEMORY_EFFICIENCY["gpu"].value),
     }
-    return KernelTime(max(terms.values()) + KERNEL_FLOOR["gpu"].value, terms, occ, hidden)
+    waits = _amount("barrier_waits", work.barrier_waits)
+    terms["barrier waits"] = waits / (occ.blocks_per_sm * spec.sms) * dram_latency(spec).value if waits else 0.0
+    alone = bool(waits) and occ.blocks_per_sm == 1  # one block an SM: its tiles' transfer is not overlapped
+    busy = max(v for k, v in terms.items() if k != "barrier waits" and not (alone and k == "DRAM"))
+    seconds = busy + terms["barrier waits"] + (terms["DRAM"] if alone else 0.0)
+    return KernelTime(seconds + KERNEL_FLOOR["gpu"].value, terms, occ, hidden)
 
 
 def matmul_wave(n: int, tile: tuple[int, int], resident_blocks: int, rows_first: bool = False) -> tuple[int, int]:

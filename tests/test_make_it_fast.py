@@ -340,6 +340,24 @@ def test_too_few_warps_stretch_the_arithmetic_term() -> None:
     assert few.bound == "arithmetic" and few.seconds > enough.seconds
 
 
+def test_a_tile_loop_waits_one_dram_latency_a_step_a_wave_and_a_lone_block_adds_its_dram_time() -> None:
+    """1,000 steps of 40 blocks on a T4's 40 SMs: two blocks an SM (24 KiB each) make half a wave of steps, 500
+    latencies; blocks of 40 KiB, one an SM, wait 1,000 and add the DRAM time to the arithmetic's."""
+    t4 = specs.get("NVIDIA T4")
+    latency = roofline.dram_latency(t4).value
+    pair = dataclasses.replace(_work(8), barrier_waits=40 * 1000, dram_bytes=1e9)
+    alone = dataclasses.replace(pair, shared_bytes_per_block=40 * 1024)
+    two, one = roofline.predict_kernel(t4, pair), roofline.predict_kernel(t4, alone)
+    assert two.occupancy.blocks_per_sm == 2 and one.occupancy.blocks_per_sm == 1
+    assert two.terms["barrier waits"] == pytest.approx(500 * latency)
+    assert one.terms["barrier waits"] == pytest.approx(1000 * latency)
+    floor = roofline.KERNEL_FLOOR["gpu"].value
+    assert two.seconds == pytest.approx(two.terms["arithmetic"] + 500 * latency + floor)  # the DRAM hides
+    assert one.seconds == pytest.approx(one.terms["arithmetic"] + one.terms["DRAM"] + 1000 * latency + floor)
+    without = roofline.predict_kernel(t4, dataclasses.replace(alone, barrier_waits=0))
+    assert without.seconds == pytest.approx(max(without.terms.values()) + floor)  # no tile loop: the slowest unit
+
+
 def test_predict_kernel_wants_a_kernel_work() -> None:
     with pytest.raises(TypeError, match="KernelWork"):
         roofline.predict_kernel(T4, {"flops": 1.0})

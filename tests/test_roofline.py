@@ -189,7 +189,7 @@ def test_a_printed_source_gives_values_and_meanings_not_the_models_internal_name
 
 INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "compiled", "cpu", "files", "glossary", "hardware",
                   "host_calls", "limits", "notice", "nvrtc", "plots", "precision", "progress", "project", "roofline",
-                  "specs", "style", "timing", "validate", "widgets", "workloads"}
+                  "shared_passes", "specs", "style", "timing", "validate", "widgets", "workloads"}
 CHAPTER = {"asynchrony", "choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks",
            "lessons", "counter_checks", "make_it_fast", "pallas", "mandelbrot", "mlp", "sharding", "systolic",
            "threads", "training"}
