@@ -56,6 +56,7 @@ class Counters:
     atomics: int = 0
     shuffles: int = 0  # __shfl_*_sync calls, one per warp that makes one
     tensor_ops: int = 0  # wmma::mma_sync calls, one per warp: a tile product on the tensor cores
+    tensor_flops: int = 0  # the FLOPs those products do (2 m n k each); also counted in flops
     tensor_loads: int = 0  # wmma::load_matrix_sync calls, one per warp: what feeds them
     tensor_stores: int = 0  # wmma::store_matrix_sync calls, one per warp
 

@@ -783,7 +783,7 @@ class Lanes:
 
     def ld(self, p: Any, index: Any, line: int, m: Any, b: Any, count: bool = True) -> Any:
         if isinstance(p, SharedRef):
-            return self.lda(p.array, p.index(index), line, m, b)
+            return self.lda(p.array, p.index(index), line, m, b, count)
         e = _eff(m, b)
         p, flat, stray = self._global(p, index, line, e)
         alloc = p.alloc
@@ -805,7 +805,7 @@ class Lanes:
 
     def st(self, p: Any, index: Any, value: Any, line: int, m: Any, b: Any, count: bool = True) -> None:
         if isinstance(p, SharedRef):
-            self.sta(p.array, p.index(index), value, line, m, b)
+            self.sta(p.array, p.index(index), value, line, m, b, count)
             return
         e = _eff(m, b)
         p, flat, stray = self._global(p, index, line, e)

@@ -446,6 +446,7 @@ class Translator:
             return
         ctype = self.declared_type(node, line)
         if wmma.is_fragment(ctype):
+            ctype = wmma.bind(ctype, self.typedefs)  # fragment<accumulator, 16, 16, 16, T> in a template instance
             if node.init is not None:
                 raise UnsupportedSyntax("a fragment declared with a value: declare it, then fill_fragment or "
                                         "load_matrix_sync", line)

@@ -6,9 +6,16 @@ for an accumulator). fill_fragment, load_matrix_sync, mma_sync and store_matrix_
 lane of the warp must make the call, with the same pointer, leading dimension and layout (a divergent call is a
 fault naming the lane). A pointer must be 32-byte (256-bit) aligned and the leading dimension a multiple of 16
 bytes (8 halves, 4 floats), as the guide requires. A load goes through the executor's checked loads (bounds,
-races, sectors), one element a lane at a time; mma_sync computes D = A x B + C per warp with products and sums in
-float32 (an fp16 accumulator rounds to fp16) and counts one tensor-core operation per warp. Reading D before
-anything filled C is a fault.
+races), one element a lane at a time; mma_sync computes D = A x B + C per warp with products and sums in float32
+(an fp16 accumulator rounds to fp16) and counts one tensor-core operation per warp. Reading D before anything filled
+C is a fault.
+
+A load or store is counted as the compiled code moves the tile (NVRTC 12.9's machine code for sm_75, sm_80 and
+sm_90, read by NVIDIA's disassembler; tests/test_tensor_cores.py holds it to that code): the tile in 8 x 8 blocks of
+its rows in memory (its columns for a column-major tile), each 8 rows of 8 elements. In global memory each block is
+one request (a 32-bit load per lane for halves, LDG.E; 64 bits for floats, STG.E.64), with the sectors and lines its
+8 rows touch. In shared memory a half tile is one ldmatrix request (LDSM) per 4 blocks, served a block a phase, each
+phase in as many passes as the most words one bank holds; a float tile one 64-bit request per block, in 2 phases.
 
 How a fragment's elements map to lanes (frag.x[i]) is unspecified in CUDA: the executor numbers them one way or
 another (`Lanes.mapping`, 0 or 1), and a launch whose source reads or writes frag.x runs under both and compares
@@ -21,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from . import counters as counting
 from .c_types import DTYPES, FLOAT, INT, CType
 from .counters import WARP
 from .errors import CudaCError, UnsupportedSyntax
@@ -46,6 +54,17 @@ HALF_CODE = {"__hadd": "({0} + {1})", "__hsub": "({0} - {1})", "__hmul": "({0} *
 
 def is_fragment(ctype: CType) -> bool:
     return ctype.name.startswith("__wmma_frag_") and not ctype.pointer and not ctype.dims
+
+
+def bind(ctype: CType, typedefs: dict[str, CType]) -> CType:
+    """A fragment type whose element is a template's type parameter (fragment<accumulator, 16, 16, 16, T>), with
+    the type the instance binds it to (T -> float); any other fragment type as it is."""
+    use_shape, _, element = ctype.name.rpartition("_") if ctype.name.startswith("__wmma_frag_accumulator") else \
+        ("", "", "")
+    bound = typedefs.get(element)
+    if bound is None or bound.pointer or bound.dims:
+        return ctype
+    return CType(f"{use_shape}_{bound.name}")
 
 
 def parts(ctype: CType, line: int | None) -> tuple[str, int, int, int, str, str]:
@@ -282,12 +301,79 @@ def _wmma_load(c: Lanes, f: _Fragment, pointer: Any, ldm: Any, layout: str | Non
     for e in range(f.per_lane):
         at = f.where(c, e)
         _, offset = _places(f, at, layout, step)
-        values = np.broadcast_to(c.ld(pointer, offset, line, m, b), (c.lanes,)).reshape(-1, WARP)
+        values = np.broadcast_to(c.ld(pointer, offset, line, m, b, count=False), (c.lanes,)).reshape(-1, WARP)
         at = at.reshape(-1, WARP)
         for w in warps.tolist():
             f.data[w, at[w]] = values[w]
     f.filled[warps] = True
+    _count(c, f, pointer, step, layout, warps, True, _here(c, m, b))
     c.counters.tensor_loads += int(warps.size)
+
+
+#: Elements along each side of the blocks a tile moves in: 8 rows of 8 (ldmatrix's 8 x 8 matrices).
+BLOCK = 8
+#: ldmatrix's blocks per request (LDSM.16.M88.4 on sm_80 and sm_90; sm_75 makes two .2 requests: the same passes).
+BLOCKS_PER_LDSM = 4
+
+
+def _blocks(f: _Fragment, layout: str) -> tuple[int, int]:
+    """(rows in memory, elements along each): a row-major tile's rows, a column-major tile's columns."""
+    return (f.rows, f.cols) if layout == "row_major" else (f.cols, f.rows)
+
+
+def _block_bytes(f: _Fragment, start: int, ldm: int, layout: str) -> np.ndarray:
+    """The byte address of each 8-element row of each 8 x 8 block of the tile: [block, row]."""
+    rows, width = _blocks(f, layout)
+    r = np.arange(rows).reshape(-1, 1, BLOCK, 1)  # [block row, 1, row in block, 1]
+    q = np.arange(0, width, BLOCK).reshape(1, -1, 1, 1)
+    first = (start + (r // BLOCK * BLOCK + r % BLOCK) * ldm + q) * f.data.itemsize
+    return first.reshape(-1, BLOCK)
+
+
+def _count(c: Lanes, f: _Fragment, pointer: Any, ldm: np.ndarray, layout: str, warps: np.ndarray, load: bool,
+           here: np.ndarray) -> None:
+    """Count a warp-wide load or store of fragment f as the compiled code moves it (see the module's note)."""
+    offsets = np.broadcast_to(np.asarray(pointer.offset, np.int64), (c.lanes,)).reshape(-1, WARP)
+    steps = np.broadcast_to(ldm, (c.lanes,)).reshape(-1, WARP)
+    lanes = [int(np.argmax(row)) for row in here.reshape(-1, WARP)[warps]]  # a calling lane of each warp
+    chunk = BLOCK * f.data.itemsize  # bytes of one row of a block: 16 for halves, 32 for floats
+    k = c.counters
+    for w, first in zip(warps.tolist(), lanes, strict=True):
+        rows = _block_bytes(f, int(offsets[w, first]), int(steps[w, first]), layout)
+        if isinstance(pointer, SharedRef):
+            _count_shared(k, rows + pointer.array.base, chunk, load)
+            continue
+        ends = rows + chunk - 1
+        sectors = [len(set((rows[i] >> 5).tolist()) | set((ends[i] >> 5).tolist())) for i in range(len(rows))]
+        lines = sum(len(set((rows[i] >> 7).tolist()) | set((ends[i] >> 7).tolist())) for i in range(len(rows)))
+        k.worst_sectors = max(k.worst_sectors, *sectors)
+        if load:
+            k.global_load_requests += len(rows)
+            k.global_load_sectors += sum(sectors)
+            k.global_load_lines += lines
+            k.global_load_bytes += rows.size * chunk
+        else:
+            k.global_store_requests += len(rows)
+            k.global_store_sectors += sum(sectors)
+            k.global_store_lines += lines
+            k.global_store_bytes += rows.size * chunk
+
+
+def _count_shared(k: Any, rows: np.ndarray, chunk: int, load: bool) -> None:
+    """One request per 4 blocks of halves (ldmatrix), a block a phase; one per block of floats, in 2 phases of 4
+    rows (64-bit accesses): each phase in as many passes as the most distinct words one bank holds."""
+    words = (rows[:, :, None] + np.arange(0, chunk, 4)) >> 2  # [block, row, word]
+    phases = words.reshape(len(rows), -1) if chunk == 16 else words.reshape(2 * len(rows), -1)
+    passes = sum(counting.wavefronts(phase, None, WARP)[1] for phase in phases)
+    requests = -(-len(rows) // BLOCKS_PER_LDSM) if chunk == 16 else len(rows)
+    if load:
+        k.shared_load_requests += requests
+        k.shared_load_wavefronts += passes
+        k.shared_load_phases += len(phases)
+    else:
+        k.shared_store_requests += requests
+    k.shared_wavefronts += passes
+    k.shared_phases += len(phases)
 
 
 def _wmma_store(c: Lanes, f: _Fragment, pointer: Any, ldm: Any, layout: str | None, line: int, m: Any,
@@ -299,7 +385,8 @@ def _wmma_store(c: Lanes, f: _Fragment, pointer: Any, ldm: Any, layout: str | No
         at = f.where(c, e)
         _, offset = _places(f, at, layout, step)
         values = f.data[np.arange(c.lanes) // WARP, at]
-        c.st(pointer, offset, values, line, m, b)
+        c.st(pointer, offset, values, line, m, b, count=False)
+    _count(c, f, pointer, step, layout, warps, False, _here(c, m, b))
     c.counters.tensor_stores += int(warps.size)
 
 
@@ -328,6 +415,7 @@ def _wmma_mma(c: Lanes, d: _Fragment, a: _Fragment, b_: _Fragment, acc: _Fragmen
     d.filled[warps] = True
     c.counters.tensor_ops += int(warps.size)
     c.counters.flops += int(warps.size) * 2 * rows * inner * cols
+    c.counters.tensor_flops += int(warps.size) * 2 * rows * inner * cols
 
 
 def _wmma_get(c: Lanes, f: _Fragment, i: Any, line: int, m: Any, b: Any) -> np.ndarray:
