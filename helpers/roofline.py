@@ -433,7 +433,8 @@ def padded(size: int, side: int) -> int:
 
 
 #: Bytes per number of each dtype a matmul prediction takes ("tf32": float32 numbers on the TF32 roof).
-ITEMSIZE = {"float64": 8, "float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "float8": 1}
+ITEMSIZE = {"float64": 8, "float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2, "float16_acc16": 2, "int8": 1,
+            "float8": 1}
 
 
 def predict_matmul_seconds(device: Device, m: int, k: int, n: int, dtype: str = "bfloat16", *,
@@ -818,6 +819,10 @@ class KernelWork:
     #: Times a block waits at a barrier for global loads it issued just before (a tile loop: once a step), summed
     #: over the launch's blocks, from the machine code (helpers.compiled.barrier_waits); 0: none counted.
     barrier_waits: float = 0.0
+    #: FLOPs the tensor cores do (wmma::mma_sync; not in `flops`, the CUDA cores' share), and the roof they run at:
+    #: "float16" (fp16 products, float32 sums), "float16_acc16" (fp16 sums) or "bfloat16".
+    tensor_flops: float = 0.0
+    tensor_dtype: str = "float16"
 
 
 @dataclass(frozen=True)
@@ -895,6 +900,19 @@ def dram_latency(device: Device) -> Cost:
     return DRAM_LATENCY[spec.compute_capability]  # type: ignore[index]
 
 
+def tensor_rate(device: Device, dtype: str = "float16") -> float:
+    """FLOP/s the tensor cores of the GPU `device` do in `dtype` (its published dense peak: fp16 products with
+    float32 sums for "float16", fp16 sums for "float16_acc16" where a card publishes that apart, else the
+    float16 rate), at the share of its clock the card holds (held_share); a ValueError naming the roofs on file
+    when it has none."""
+    spec, _ = _gpu_spec(device)
+    key = "float16" if dtype == "float16_acc16" and dtype not in spec.peak_flops else dtype
+    if key not in ("float16", "float16_acc16", "bfloat16") or key not in spec.peak_flops:
+        raise ValueError(f"{spec.name}: no tensor-core roof for {dtype!r} on file (its roofs: "
+                         f"{', '.join(spec.peak_flops)}); tensor kernels run 'float16', 'float16_acc16' or 'bfloat16'")
+    return spec.peak_flops[key] * held_share(spec)
+
+
 def fp32_issue_rate(device: Device) -> Cost:
     """FP32_ISSUE_RATE for the GPU's compute capability (a ValueError naming those on file otherwise)."""
     spec, _ = _gpu_spec(device)
@@ -934,6 +952,9 @@ def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
     - loads + issue: a kernel that multiplies what it just loaded (no reuse in registers or shared memory) waits
       for its loads before it can issue on, so its L1 time and its arithmetic add.
     Too few warps to cover ARITHMETIC_LATENCY stretch the arithmetic.
+    - tensor cores (work.tensor_flops): at the published dense peak for work.tensor_dtype (tensor_rate), at the
+      held clock's share; they work beside the other units, so a tensor-core kernel whose loads are slower waits on
+      its loads.
     A tile loop (work.barrier_waits) adds what no unit overlaps: its blocks start together and wait at each step's
     barrier for that step's tiles, so every step of every wave of resident blocks waits one DRAM_LATENCY ("barrier
     waits"); and where an SM holds a single block, nothing computes while its tiles stream in, so the DRAM time adds
@@ -960,6 +981,8 @@ def predict_kernel(device: Device, work: KernelWork) -> KernelTime:
         "loads + issue": lines + arithmetic if work.shared_passes == 0 else 0.0,
         "DRAM": _amount("dram_bytes", work.dram_bytes) / (spec.peak_bandwidth * MEMORY_EFFICIENCY["gpu"].value),
     }
+    if work.tensor_flops:
+        terms["tensor cores"] = _amount("tensor_flops", work.tensor_flops) / tensor_rate(spec, work.tensor_dtype)
     waits = _amount("barrier_waits", work.barrier_waits)
     terms["barrier waits"] = waits / (occ.blocks_per_sm * spec.sms) * dram_latency(spec).value if waits else 0.0
     alone = bool(waits) and occ.blocks_per_sm == 1  # one block an SM: its tiles' transfer is not overlapped

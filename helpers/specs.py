@@ -19,7 +19,9 @@ class DeviceSpec:
 
     name: str
     kind: str  # "gpu" or "tpu"
-    peak_flops: dict[str, float]  # dtype name -> FLOP/s; float32 on a GPU means the CUDA cores
+    #: dtype name -> FLOP/s; float32 on a GPU means the CUDA cores; float16 and bfloat16 the tensor cores with
+    #: float32 sums, float16_acc16 with fp16 sums where that rate differs (GeForce cards: twice the float16 rate)
+    peak_flops: dict[str, float]
     peak_bandwidth: float  # bytes/s of device memory
     memory_bytes: float
     where: str  # where learners meet it
@@ -44,6 +46,9 @@ class DeviceSpec:
     #: its peak implies (a power-capped card), with that measurement; None: it holds the peak's clock.
     held_clock: float | None = None
     held_clock_source: str = ""
+    #: The tensor-core peaks (float16, bfloat16; float16_acc16 where a card publishes fp16 sums apart): NVIDIA's
+    #: wording and where it was read. Chapter 07's tensor-core rungs and cuBLAS's half products are priced on them.
+    tensor_source: str = ""
 
     def peak_for(self, dtype: str) -> float | None:
         """Peak FLOP/s for `dtype` ('float32', 'tf32', 'float16', 'bfloat16'), or None if not published."""
@@ -113,6 +118,20 @@ _T4_HELD_CLOCK = ("measured, published: a free-tier Colab T4 'forecast ... (from
                   "limit, which in the case of the T4 is about 70W. It is expected behavior for approximately "
                   "continuous matrix multiply operations on a T4' (NVIDIA's forum, "
                   "https://forums.developer.nvidia.com/t/about-gpu-peak-performance/264462)")
+_AMPERE_PAPER = "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"
+_HOPPER_PAPER_V104 = "https://nvdam.widen.net/s/95bdhpsgrs/nvidia_h100_tensor_core_gpu_architecture_whitepaper_v1.03"
+_ADA_PAPER = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
+_RTX4090_TABLE = "https://holynerdvana.blogspot.com/2022/10/nvidia-geforce-rtx-4090-specifications.html"
+_A100_TENSOR = (f"NVIDIA's A100 whitepaper ({_AMPERE_PAPER}), Table 1, A100 column: 'Peak FP16 Tensor TFLOPS with "
+                "FP32 Accumulate | ... | 312/624', 'Peak BF16 Tensor TFLOPS with FP32 Accumulate | ... | 312/624' (the "
+                "second figure with sparsity; read in a third-party copy of the table, not the PDF); the datasheets "
+                "give the same 312 for the 40GB and 80GB, SXM and PCIe cards")
+_HOPPER_TENSOR = (f"NVIDIA's H100 whitepaper V1.04 ({_HOPPER_PAPER_V104}), Table 3: 'Peak BF16 Tensor TFLOPS with FP32 "
+                  "Accumulate 312/624 | 989.4/1978.9 | 756/1513' (A100 | H100 SXM5 | H100 PCIe; the second figure "
+                  "with sparsity), FP16 the same (read in a third-party quote, not the PDF)")
+#: For cards whose tensor-core peaks were taken with their other peaks and not read again on their own.
+_WITH_THE_OTHERS = ("the dense halves of NVIDIA's figures 'with sparsity', from the same document as this card's "
+                    "other peaks (`source`); not read again for the tensor cores alone")
 _HOPPER_NO_L2 = ("not published: NVIDIA's {card} pages give no L2 size and no public deviceQuery of this card was "
                  "found, so none is assumed (on the card itself, CuPy's getDeviceProperties(0)['l2CacheSize'] "
                  "reads it)")
@@ -134,6 +153,11 @@ GPUS: tuple[DeviceSpec, ...] = (
                     "T4 datasheet gives 2,560 CUDA cores, and Turing has 64 FP32 cores per SM (CUDA C++ Programming "
                     "Guide)"),
         held_clock=1185e6, held_clock_source=_T4_HELD_CLOCK,
+        tensor_source=(f"NVIDIA's T4 datasheet ({_T4_SHEET}): 'Mixed-Precision (FP16/FP32) 65 TFLOPS', fp16 products "
+                       "with float32 sums (read in a third-party quote with the PDF's hash, not the PDF); NVIDIA's "
+                       "Turing blog (https://developer.nvidia.com/blog/nvidia-turing-architecture-in-depth/): 'Eight "
+                       "Tensor Cores in an SM perform a total of 512 FP16 multiply and accumulate operations per "
+                       "clock'; no bf16 or TF32"),
     ),
     DeviceSpec(
         "NVIDIA L4", "gpu",
@@ -143,6 +167,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         l2_source=("48 MB L2 (third-party GPU database, https://fpsbench.com/compare/gpu/nvidia-l4-vs-nvidia-tesla-m40"
                    "); no NVIDIA document and no public deviceQuery of an L4 with its address were found"),
         urls=(_L4_PAGE,),
+        tensor_source=_WITH_THE_OTHERS,
     ),
     DeviceSpec(
         "NVIDIA A100 40GB", "gpu",
@@ -151,6 +176,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         aliases=("a100-sxm4-40gb", "a100 40gb", "a100 40gb sxm", "a100-sxm-40gb"),
         l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_40_SHEET, _AMPERE_BLOG, _A100_TABLE),
         sms=108, compute_capability="8.0", sms_source=_A100_SMS,
+        tensor_source=_A100_TENSOR,
     ),
     DeviceSpec(
         "NVIDIA A100 40GB PCIe", "gpu",
@@ -160,6 +186,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         aliases=("a100-pcie-40gb", "a100 pcie 40gb"),
         l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_40_SHEET, _A100_TABLE),
         sms=108, compute_capability="8.0", sms_source=_A100_SMS,
+        tensor_source=_A100_TENSOR,
     ),
     DeviceSpec(
         "NVIDIA A100 80GB", "gpu",
@@ -168,6 +195,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         aliases=("a100-sxm4-80gb", "a100 80gb", "a100-sxm-80gb", "a100 80gb sxm"),
         l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_80_SHEET, _A100_TABLE),
         sms=108, compute_capability="8.0", sms_source=_A100_SMS,
+        tensor_source=_A100_TENSOR,
     ),
     DeviceSpec(
         "NVIDIA A100 80GB PCIe", "gpu",
@@ -177,6 +205,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         aliases=("a100-pcie-80gb", "a100 pcie 80gb"),
         l2_bytes=40 * MIB, l2_source=_A100_L2, urls=(_A100_80_SHEET, _A100_TABLE),
         sms=108, compute_capability="8.0", sms_source=_A100_SMS,
+        tensor_source=_A100_TENSOR,
     ),
     DeviceSpec(
         "NVIDIA H100 SXM", "gpu",
@@ -185,6 +214,7 @@ GPUS: tuple[DeviceSpec, ...] = (
         aliases=("h100 80gb hbm3", "h100 sxm", "h100 sxm5"),
         l2_bytes=50 * MIB, l2_source=_H100_L2, urls=(_H100_PAGE, _HOPPER_PAPER),
         sms=132, compute_capability="9.0", sms_source=_H100_SMS,
+        tensor_source=_HOPPER_TENSOR,
     ),
     DeviceSpec(
         "NVIDIA H100 PCIe", "gpu",
@@ -194,6 +224,7 @@ GPUS: tuple[DeviceSpec, ...] = (
                "Memory bandwidth 2,000 GB/s (HBM2e), against 3,350 GB/s on the SXM card."),
         aliases=("h100 pcie", "h100 pcie 80gb"),
         l2_bytes=50 * MIB, l2_source=_H100_L2, urls=(_H100_TABLE, _H100_PCIE_BRIEF, _HOPPER_PAPER),
+        tensor_source=_HOPPER_TENSOR,
     ),
     DeviceSpec(
         "NVIDIA H100 NVL", "gpu",
@@ -203,6 +234,7 @@ GPUS: tuple[DeviceSpec, ...] = (
                "Per GPU: 94 GB at 3.9 TB/s (a pair joined by NVLink bridges is sold together)."),
         aliases=("h100 nvl",),
         l2_source=_HOPPER_NO_L2.format(card="H100 NVL"), urls=(_H100_PAGE,),
+        tensor_source=_WITH_THE_OTHERS,
     ),
     DeviceSpec(
         "NVIDIA H200", "gpu",
@@ -210,6 +242,9 @@ GPUS: tuple[DeviceSpec, ...] = (
         4800 * GIGA, 141e9, "cloud", "NVIDIA H200 datasheet", aliases=("h200", "h200 sxm"),
         l2_source=_HOPPER_NO_L2.format(card="H200"), urls=(_H200_PAGE,),
         sms=132, compute_capability="9.0", sms_source=_H200_SMS,
+        tensor_source=(f"assumed as the H100 SXM's ({_HOPPER_TENSOR}): NVIDIA's H200 page ({_H200_PAGE}) prints "
+                       "'1,979' TFLOPS for FP16 and BF16 'With sparsity', whose dense half is 989; no NVIDIA copy of "
+                       "the page was read here"),
     ),
     DeviceSpec(
         "NVIDIA H200 NVL", "gpu",
@@ -219,6 +254,7 @@ GPUS: tuple[DeviceSpec, ...] = (
                "Same 141 GB at 4.8 TB/s as the H200 SXM, lower peaks."),
         aliases=("h200 nvl",),
         l2_source=_HOPPER_NO_L2.format(card="H200 NVL"), urls=(_H200_PAGE,),
+        tensor_source=_WITH_THE_OTHERS,
     ),
     DeviceSpec(
         "NVIDIA RTX A6000", "gpu", {"float32": 38.71 * TERA},
@@ -245,6 +281,25 @@ GPUS: tuple[DeviceSpec, ...] = (
         sms=82, compute_capability="8.6",
         sms_source=(f"'Streaming Multiprocessors82' (third-party, {_RTX3090_TABLE}); compute capability 8.6 for the "
                     "GeForce 30 series (https://en.wikipedia.org/wiki/Ampere_(microarchitecture))"),
+    ),
+    DeviceSpec(
+        "NVIDIA GeForce RTX 4090", "gpu",
+        {"float32": 82.6 * TERA, "float16": 165.2 * TERA, "bfloat16": 165.2 * TERA, "float16_acc16": 330.3 * TERA},
+        1008 * GIGA, 24e9, "desktops; a published WMMA worklog",
+        "third-party: Tom's Hardware's table as republished ('Streaming Multiprocessors128', 'FP32 TFLOPS "
+        "(Single-Precision)82.6', 'Bandwidth (GB/s)1008', 'L2 Cache72'); NVIDIA's Ada whitepaper was not read",
+        notes="A GeForce card: float32 sums run at half the rate of fp16 sums on its tensor cores.",
+        aliases=("geforce rtx 4090", "rtx 4090"),
+        l2_bytes=72 * MIB, l2_source=f"'L2 Cache72' [MB] (third-party, {_RTX4090_TABLE})",
+        urls=(_RTX4090_TABLE,),
+        sms=128, compute_capability="8.9",
+        sms_source=(f"'Streaming Multiprocessors128' (third-party, {_RTX4090_TABLE}); compute capability 8.9: the Ada "
+                    "architecture's (NVIDIA's Ada tuning guide, https://docs.nvidia.com/cuda/ada-tuning-guide/)"),
+        tensor_source=(f"NVIDIA's Ada whitepaper ({_ADA_PAPER}), Appendix A, GeForce RTX 4090: 'Peak FP16 Tensor "
+                       "TFLOPS with FP16 Accumulate 330.3/660.6', 'Peak FP16 Tensor TFLOPS with FP32 Accumulate "
+                       "165.2/330.4', 'Peak BF16 Tensor TFLOPS with FP32 Accumulate 165.2/330.4' (the second figure "
+                       "with sparsity; read in third-party quotes, not the PDF); the same table republished: 'FP16 "
+                       f"TFLOPS with Sparsity (FP8)661 (1321)' ({_RTX4090_TABLE})"),
     ),
     DeviceSpec(
         "NVIDIA V100 SXM2 32GB", "gpu", {"float32": 15.7 * TERA},
@@ -394,6 +449,8 @@ HOST_LINKS: dict[str, tuple[float, str]] = {
     "NVIDIA RTX A6000": (20 * GIGA, "PCIe Gen4 x16: assumed as on A100 hosts; no published RTX A6000 measurement was "
                                     "found"),
     "NVIDIA GeForce RTX 3090": (20 * GIGA, "PCIe Gen4 x16: assumed as on A100 hosts; no published RTX 3090 "
+                                           "measurement was found"),
+    "NVIDIA GeForce RTX 4090": (20 * GIGA, "PCIe Gen4 x16: assumed as on A100 hosts; no published RTX 4090 "
                                            "measurement was found"),
     "NVIDIA V100 SXM2 32GB": (11 * GIGA, "PCIe Gen3 x16: assumed as measured on a T4 (the same link); no published "
                                          "V100 measurement was found"),

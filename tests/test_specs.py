@@ -60,7 +60,7 @@ def test_lookup_names_as_reported(reported, expected):
 
 
 @pytest.mark.parametrize("reported", [
-    "NVIDIA GeForce RTX 4090", "NVIDIA L40S", "NVIDIA GH200 480GB", "TPU v7", "cpu", "", "   ", None, 42, b"", b"\x00",
+    "NVIDIA GeForce RTX 5090", "NVIDIA L40S", "NVIDIA GH200 480GB", "TPU v7", "cpu", "", "   ", None, 42, b"", b"\x00",
     "NVIDIA A100 PCIe",  # no memory size: which A100 is unknown, and no SXM figures for a PCIe card
 ])
 def test_lookup_unknown_is_none(reported):
@@ -149,7 +149,11 @@ def test_every_spec_is_sourced_and_sane(spec):
     assert spec.source.strip()
     assert spec.kind in ("gpu", "tpu") and spec in (specs.GPUS if spec.kind == "gpu" else specs.TPUS)
     assert spec.peak_flops and all(v > 1e12 for v in spec.peak_flops.values())
-    assert set(spec.peak_flops) <= {"float32", "tf32", "float16", "bfloat16"}
+    assert set(spec.peak_flops) <= {"float32", "tf32", "float16", "bfloat16", "float16_acc16"}
+    if "float16_acc16" in spec.peak_flops:  # fp16 sums published apart: faster than float32 sums, else not apart
+        assert spec.peak_flops["float16_acc16"] > spec.peak_flops["float16"]
+    if any(dtype in spec.peak_flops for dtype in ("float16", "bfloat16")) and spec.kind == "gpu":
+        assert spec.tensor_source.strip(), spec.name  # the tensor-core peaks say where they come from
     assert 1e11 < spec.peak_bandwidth < 1e13 and spec.memory_bytes > 1e9
     assert specs.lookup(spec.name) is spec  # every spec can be found by its own name
     if spec.kind == "tpu":
