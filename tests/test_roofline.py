@@ -192,7 +192,7 @@ INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "compiled", "cpu", "fi
                   "shared_passes", "specs", "style", "timing", "validate", "widgets", "workloads"}
 CHAPTER = {"asynchrony", "choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks",
            "lessons", "counter_checks", "make_it_fast", "pallas", "mandelbrot", "mlp", "sharding", "systolic",
-           "threads", "training"}
+           "tensor_cores", "threads", "training"}
 # The front door and the commands:
 TOOLS = {"__init__", "__main__", "classroom", "evidence", "gpu_report", "prompts", "records", "run_checks", "site",
          "solutions", "upkeep"}
