@@ -69,7 +69,7 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 def _work(model: dict[str, Any]) -> float:
     """FLOPs (a matmul) or bytes (anything else) the source's rate counts per call."""
-    matmul = model["op"] in ("matmul", "pallas_matmul", "sgemm_rung")
+    matmul = model["op"] in ("matmul", "pallas_matmul", "sgemm_rung", "wmma_rung")
     return 2.0 * model["m"] * model["k"] * model["n"] if matmul else float(model["bytes"])
 
 
@@ -102,12 +102,18 @@ def predicted_seconds(model: dict[str, Any]) -> float:
         if not model["m"] == model["k"] == model["n"]:
             raise ValueError(f"sgemm_rung rows are square products; got {_sizes(model)}")
         return make_it_fast.predict(model["rung"], spec, model["n"]).seconds
+    if model["op"] == "wmma_rung":  # chapter 07's tensor-core kernel of that rung, counted on the CPU executor
+        from . import tensor_cores
+
+        if not model["m"] == model["k"] == model["n"]:
+            raise ValueError(f"wmma_rung rows are square products; got {_sizes(model)}")
+        return tensor_cores.predict(model["rung"], spec, model["n"], model.get("accumulate", "float")).seconds
     if model["op"] == "elementwise":
         return roofline.predict_seconds(spec, flops=0, bytes=model["bytes"], dtype=None, call="cupy", timed=timed)
     if model["op"] == "copy":
         return roofline.predict_copy_seconds(spec, model["bytes"], timed=timed, memory=model["memory"])
-    raise ValueError(f"model op {model['op']!r} is not one of matmul, pallas_matmul, sgemm_rung, elementwise, copy, "
-                     "call, kernels")
+    raise ValueError(f"model op {model['op']!r} is not one of matmul, pallas_matmul, sgemm_rung, wmma_rung, "
+                     "elementwise, copy, call, kernels")
 
 
 def checks(rows: list[dict[str, Any]] | None = None) -> list[Check]:
@@ -167,6 +173,10 @@ def _sizes(model: dict[str, Any]) -> str:
                 f"{model['bm']} x {model['bk']} x {model['bn']}")
     if model["op"] == "sgemm_rung":
         return f"({model['m']}, {model['k']}) @ ({model['k']}, {model['n']}) float32, chapter 07's rung {model['rung']}"
+    if model["op"] == "wmma_rung":
+        sums = model.get("accumulate", "float")
+        shape = f"({model['m']}, {model['k']}) @ ({model['k']}, {model['n']})"
+        return f"{shape} float16, {sums} sums, chapter 07's rung {model['rung']}"
     if model["op"] == "kernels":
         loop = f", {model['loop_steps']:,} of them loop iterations" if model.get("loop_steps") else ""
         where = " in one compiled program (a CUDA graph)" if model.get("program") else ""
