@@ -1,0 +1,100 @@
+"""Issue 38's hostile inputs: false ✅ in chapter 07's counter checks, hangs, tracebacks, and files read or written
+where they should not be. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+from test_counter_checks import ADD_SOLUTION, COALESCED, PADDED, TRANSPOSE_SOLUTION, _changed, _failed
+
+from helpers import counter_checks
+from helpers.limits import time_limit
+
+#: A hang guard, not a speed test.
+HANG_SECONDS = 60.0
+
+# ---------------------------------------------------------------- the counter checks: what "coalesced" is
+
+LANE_ZERO_ADD = r"""
+extern "C" __global__ void add_matrices(const float* A, const float* B, float* C, int n) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (threadIdx.x == 0 && row < n) {
+        for (int col = blockIdx.x * blockDim.x; col < n && col < (blockIdx.x + 1) * blockDim.x; ++col) {
+            C[row * n + col] = A[row * n + col] + B[row * n + col];
+        }
+    }
+}
+"""
+
+LANE_ZERO_TRANSPOSE = r"""
+#define TILE 32
+
+extern "C" __global__ void transpose(const float* in, float* out, int n) {
+    __shared__ float tile[TILE][TILE + 1];
+    if (threadIdx.x == 0) {
+        int y = blockIdx.y * TILE + threadIdx.y;
+        for (int i = 0; i < TILE; ++i) {
+            int x = blockIdx.x * TILE + i;
+            if (x < n && y < n) {
+                tile[threadIdx.y][i] = in[y * n + x];
+            }
+        }
+    }
+    __syncthreads();
+    int x = blockIdx.y * TILE + threadIdx.x;
+    int y = blockIdx.x * TILE + threadIdx.y;
+    if (x < n && y < n) {
+        out[y * n + x] = tile[threadIdx.x][threadIdx.y];
+    }
+}
+"""
+
+
+def test_lane_zero_looping_over_its_rows_columns_is_not_coalesced(capsys) -> None:
+    """One sector per request, but 32 times the requests: each request moves 4 bytes, not 128."""
+    _failed(capsys, counter_checks.check_coalesced(LANE_ZERO_ADD), COALESCED, "right, but not fast yet",
+            "global requests of 4 bytes each on average", "not a loop in one lane")
+
+
+def test_lane_zero_moving_its_tile_row_is_not_coalesced(capsys) -> None:
+    _failed(capsys, counter_checks.check_padded(LANE_ZERO_TRANSPOSE), PADDED, "right, but not fast yet",
+            "not a loop in one lane")
+
+
+def test_a_kernel_coalesced_only_at_the_size_once_counted_fails_at_another(capsys) -> None:
+    only_at_64 = _changed(ADD_SOLUTION, "    int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                          "    int row = blockIdx.y * blockDim.y + threadIdx.y;\n",
+                          "    int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                          "    int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+                          "    if (n != 64) { int t = col; col = row; row = t; }\n")
+    _failed(capsys, counter_checks.check_coalesced(only_at_64), COALESCED, "right, but not fast yet at n = 50",
+            "up to 32 in one")
+
+
+def test_a_transpose_whose_tile_writes_conflict_is_blamed_on_its_writes(capsys) -> None:
+    by_columns = _changed(TRANSPOSE_SOLUTION, "tile[TILE][TILE + 1]", "tile[TILE][TILE]")
+    by_columns = _changed(by_columns, "tile[threadIdx.y][threadIdx.x] = in[y * n + x];",
+                          "tile[threadIdx.x][threadIdx.y] = in[y * n + x];")
+    by_columns = _changed(by_columns, "out[y * n + x] = tile[threadIdx.x][threadIdx.y];",
+                          "out[y * n + x] = tile[threadIdx.y][threadIdx.x];")
+    message = _failed(capsys, counter_checks.check_padded(by_columns), PADDED, "right, but not fast yet at n = 64",
+                      "shared-memory writes take 32.00 passes each", f"({4 * 32 * 31:,} extra passes in all)")
+    assert "reads take" not in message
+
+
+@pytest.mark.parametrize("trap", ["while (true) { }", "C[-1000000] = 1.0f;"], ids=["loops", "faults"])
+def test_a_kernel_that_misbehaves_when_its_output_starts_at_zero_gets_a_verdict(capsys, trap) -> None:
+    """Once, the counters came from a launch of their own, its output zeros: a kernel that looped or faulted only
+    there hung the check or raised from inside the executor. Every launch is now a checked one."""
+    trapped = _changed(ADD_SOLUTION, "        C[row * n + col] =",
+                       f"        if (C[row * n + col] == 0.0f) {{ {trap} }}\n        C[row * n + col] =")
+    with time_limit(HANG_SECONDS, "check_coalesced"):
+        verdict = counter_checks.check_coalesced(trapped)
+    assert verdict.message.startswith(("✅", "❌")) and capsys.readouterr().out.startswith(verdict.message)
+
+
+def test_a_kernel_that_loops_only_at_the_drawn_size_is_stopped_by_the_time_limit(capsys) -> None:
+    looping = _changed(ADD_SOLUTION, "    if (row < n && col < n) {",
+                       "    if (n != 50 && n != 64) { while (true) { } }\n    if (row < n && col < n) {")
+    with time_limit(HANG_SECONDS, "check_coalesced"):
+        verdict = counter_checks.check_coalesced(looping)
+    _failed(capsys, verdict, COALESCED, "a loop that never ends")
