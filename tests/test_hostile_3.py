@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from test_counter_checks import ADD_SOLUTION, COALESCED, PADDED, TRANSPOSE_SOLUTION, _changed, _failed
 
-from helpers import counter_checks
+from helpers import counter_checks, pallas
 from helpers.limits import time_limit
 
 #: A hang guard, not a speed test.
@@ -98,3 +98,11 @@ def test_a_kernel_that_loops_only_at_the_drawn_size_is_stopped_by_the_time_limit
     with time_limit(HANG_SECONDS, "check_coalesced"):
         verdict = counter_checks.check_coalesced(looping)
     _failed(capsys, verdict, COALESCED, "a loop that never ends")
+
+
+# ---------------------------------------------------------------- chapter 04's block exercise on a small matrix
+
+
+def test_blocks_for_a_matrix_smaller_than_every_side_the_sweep_tries_get_a_verdict() -> None:
+    verdict = pallas.check_blocks((8, 128, 128), 8, 128, 128)
+    assert verdict.passed and verdict.message.startswith("✅ your blocks for a 8 x 128 x 128")
