@@ -108,8 +108,8 @@ def _right_then_counted(title: str, source: Any, name: str, what: str, reference
         slow = judge(counted[n], n)
         if slow:
             return Verdict(False, True, f"❌ {title}: right, but not fast yet at n = {n}: {slow}")
-    return Verdict(True, True, "\n".join([first, "   Counted on the CPU executor at every size it ran, as fast as asked at "
-                                          f"each; at n = {COUNT_N}: {_counted(counted[COUNT_N])}.", *rest]))
+    counts = f"   Counted on the CPU executor at every size it ran, as fast as asked at each; at n = {COUNT_N}: "
+    return Verdict(True, True, "\n".join([first, f"{counts}{_counted(counted[COUNT_N])}.", *rest]))
 
 
 def _counted(c: Counters) -> str:
@@ -221,8 +221,12 @@ MIN_BLOCKS = 2
 
 
 def tile_problem(tiles: tuple[int, int, int, int, int], device: str = specs.REFERENCE_GPU) -> str | None:
-    """Why sgemm_2d<BM, BN, BK, TM, TN> cannot run well on `device`, or None: each refusal says what to change."""
-    bm, bn, bk, tm, tn = tiles
+    """Why sgemm_2d<BM, BN, BK, TM, TN> cannot run well on `device`, or None: each refusal says what to change.
+    Tiles that are not five whole numbers are a ValueError."""
+    checked = _tiles(tiles)
+    if isinstance(checked, str):
+        raise ValueError(f"tiles: {checked}")
+    bm, bn, bk, tm, tn = checked
     if bm % tm or bn % tn:
         return f"TM = {tm} must divide BM = {bm} and TN = {tn} must divide BN = {bn}: each thread takes TM x TN of C"
     if make_it_fast.BIG_N % bk or BIG_SIDES % bm or BIG_SIDES % bn:

@@ -311,10 +311,18 @@ def undefined(cells: list[tuple[str, str]]) -> list[str]:
 
 def by_name(name: str) -> Term:
     """The term called `name` (any case), or a ValueError listing the terms there are."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a glossary term's name as a string, such as 'warp'; got {type(name).__name__} "
+                         f"{name!r:.40}")
+    wanted = name.strip().lower() if len(name) <= MAX_NAME else None  # a longer name is no term's: not even read
     for term in TERMS:
-        if term.name.lower() == name.strip().lower() or term.anchor == name.strip().lower():
+        if wanted in (term.name.lower(), term.anchor):
             return term
-    raise ValueError(f"no glossary term {name!r}; the glossary has: {', '.join(t.name for t in TERMS)}")
+    raise ValueError(f"no glossary term {name!r:.60}; the glossary has: {', '.join(t.name for t in TERMS)}")
+
+
+#: The longest name by_name looks up (the longest term's is under 40 characters).
+MAX_NAME = 200
 
 
 def define(name: str) -> None:

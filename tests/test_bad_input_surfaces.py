@@ -31,7 +31,19 @@ from test_bad_input import (
 )
 from test_cuda import SCALE, SILU, _solution
 
-from helpers import choosing, classroom, cuda, executor, kernel_checks, roofline, specs
+from helpers import (
+    choosing,
+    classroom,
+    counter_checks,
+    cuda,
+    executor,
+    glossary,
+    kernel_checks,
+    make_it_fast,
+    plots,
+    roofline,
+    specs,
+)
 from helpers.__main__ import main
 from helpers.checks import Verdict
 from helpers.executor import cupy_cpu
@@ -135,6 +147,31 @@ SURFACES = [
     Public(choosing.wrong_winners, {"answers": dict.fromkeys(choosing.WINNER_QUIZ, "CPU")},
            bad={"answers": ({k: [] for k in choosing.WINNER_QUIZ}, {k: {} for k in choosing.WINNER_QUIZ},
                             {k: math.nan for k in choosing.WINNER_QUIZ})}),
+    # ---------------------------------------------------------------- chapter 07: the ladder and its checks
+    Public(make_it_fast.rung, {"label": 2}, {"label": "rung"}, {"label": (np.int64(9), "2 coalesced x", 2.0)}),
+    Public(make_it_fast.kernel_text, {"label": "5"}, {"label": "rung"}),
+    Public(make_it_fast.template, {"kernel": "sgemm_2d", "tiles": (128, 128, 8, 8, 8)}, {"tiles": "tile"},
+           {"kernel": ("sgemm_naive", "sgemm_2d<1>"), "tiles": ((128, 128), (128, 128, 0, 8, 8), "12345")}),
+    Public(make_it_fast.gflops, {"n": 4096, "seconds": 0.01}),
+    Public(make_it_fast.counts, {"label": 2, "n": 128}, {"label": "rung"}, {"n": (257, np.int64(-3), 32)}),
+    Public(make_it_fast.run_on_executor, {"r": make_it_fast.rung(2), "a": np.ones((32, 32), np.float32),
+                                          "b": np.ones((32, 32), np.float32), "name_expressions": ()},
+           {"a": "a and b", "b": "a and b"},
+           {"a": (np.ones((32, 64), np.float32), np.ones((32, 32)), np.array(1.0, np.float32),
+                  np.ones((512, 512), np.float32)),
+            "name_expressions": (5, "sgemm_2d<1>", [5])}),
+    Public(make_it_fast.work, {"r": make_it_fast.rung(5), "counted": make_it_fast.counts(5), "device": "NVIDIA T4",
+                               "n": 4096, "counted_at": 128}),
+    Public(make_it_fast.predict, {"label": "2", "device": "NVIDIA T4", "n": 4096}, {"label": "rung"}),
+    Public(make_it_fast.table, {"device": "NVIDIA T4", "n": 4096}),
+    Public(make_it_fast.show_table, {"rows": make_it_fast.table("NVIDIA T4"), "n": 4096}),
+    Public(plots.kernel_ladder, {"device": "NVIDIA T4", "points": [("1 naive", 0.5, 1e11, None)]},
+           bad={"points": ([("a", -1.0, 1e11, None)], [("a", 1.0, math.nan, None)], [("a", 1.0)], [(1, 2, 3, 4, 5)],
+                           [("a", 1.0, 1e11, "fast")])}),
+    Public(counter_checks.tile_problem, {"tiles": (128, 128, 8, 8, 8), "device": "NVIDIA T4"},
+           bad={"tiles": ((128, 128, 8, 8), (0, 128, 8, 8, 8), (128.0, 128, 8, 8, 8))}),
+    Public(glossary.define, {"name": "warp"}, {"name": "glossary term"},
+           bad={"name": ("x" * 10**7, ["warp"], "no such term")}),
 ]
 
 

@@ -3,10 +3,13 @@ where they should not be. Each test failed before its fix."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 from test_counter_checks import ADD_SOLUTION, COALESCED, PADDED, TRANSPOSE_SOLUTION, _changed, _failed
 
-from helpers import counter_checks, pallas
+from helpers import counter_checks, glossary, make_it_fast, pallas
 from helpers.limits import time_limit
 
 #: A hang guard, not a speed test.
@@ -106,3 +109,43 @@ def test_a_kernel_that_loops_only_at_the_drawn_size_is_stopped_by_the_time_limit
 def test_blocks_for_a_matrix_smaller_than_every_side_the_sweep_tries_get_a_verdict() -> None:
     verdict = pallas.check_blocks((8, 128, 128), 8, 128, 128)
     assert verdict.passed and verdict.message.startswith("✅ your blocks for a 8 x 128 x 128")
+
+
+# ---------------------------------------------------------------- chapter 07's ladder and the glossary
+
+
+def test_a_numpy_whole_number_names_a_rung() -> None:
+    assert make_it_fast.rung(np.int64(2)).label == "2 coalesced"
+
+
+@pytest.mark.parametrize("seconds", [-0.01, 0, None, math.nan, math.inf])
+def test_gflops_needs_a_positive_time(seconds) -> None:
+    with pytest.raises(ValueError, match="seconds must be a positive, finite number"):
+        make_it_fast.gflops(4096, seconds)
+
+
+@pytest.mark.parametrize(("kernel", "tiles", "message"), [
+    ("sgemm_2d", (128, 128), "tiles must be 5 whole numbers, sgemm_2d's BM, BN, BK, TM, TN"),
+    ("sgemm_naive", (128, 128, 8, 8, 8), "kernel must be a template kernel of sgemm.cu"),
+    ("sgemm_2d", "12345", "tiles must be 5 whole numbers"),
+])
+def test_a_template_instance_has_one_whole_number_per_parameter(kernel, tiles, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_it_fast.template(kernel, tiles)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    (np.ones((64, 128), np.float32), np.ones((128, 64), np.float32)),
+    (np.array(1.0, np.float32), np.array(1.0, np.float32)),
+    (np.ones((32, 32)), np.ones((32, 32))),
+], ids=["not square", "0-d", "float64"])
+def test_the_executor_multiplies_two_square_float32_matrices_only(a, b) -> None:
+    with pytest.raises(ValueError, match="a and b must be two n x n float32 NumPy arrays"):
+        make_it_fast.run_on_executor(make_it_fast.rung(2), a, b)
+
+
+@pytest.mark.parametrize("name", [None, 5, ["warp"], "x" * 10**7])
+def test_the_glossary_names_what_it_was_asked_for_in_one_short_line(name) -> None:
+    with pytest.raises(ValueError, match="glossary term") as caught:
+        glossary.define(name)
+    assert len(str(caught.value)) < 2000
