@@ -9,12 +9,12 @@ keeps docs/glossary.md in step with TERMS. The site builds the page into the boo
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .notebook_file import read_notebook
 from .project import CHAPTERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -283,7 +283,7 @@ def chapter_prose(folder: Path = ROOT / "notebooks") -> list[tuple[str, str]]:
     """The chapters' markdown cells in reading order, as (place, source), less each header and learning list."""
     cells = []
     for chapter in CHAPTERS:
-        notebook = json.loads((folder / chapter.file).read_text(encoding="utf-8"))
+        notebook = read_notebook(folder / chapter.file)
         for index, cell in enumerate(notebook["cells"]):
             source = "".join(cell["source"])
             if (cell["cell_type"] == "markdown" and "header" not in cell.get("metadata", {}).get("tags", [])

@@ -10,6 +10,7 @@ refuses to write into the repository's own folders.
 from __future__ import annotations
 
 import json
+import os
 import re
 from html import escape
 from pathlib import Path
@@ -24,6 +25,7 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from . import glossary
 from .files import OutputError as ClassroomError
 from .files import output_folder, replace_file
+from .notebook_file import NotebookFileError, read_notebook
 from .project import CHAPTERS
 from .upkeep import PLOTLY
 
@@ -144,8 +146,12 @@ def interactive(nb: Any, prefix: str) -> int:
 
 
 def chapter_html(path: Path, index: int) -> str:
-    """One chapter as a page of the book; ClassroomError, naming the chapter and the TeX, for math it cannot draw."""
-    nb = nbformat.read(path, as_version=4)
+    """One chapter as a page of the book; ClassroomError, naming the chapter and what is wrong, for a malformed
+    file or math it cannot draw."""
+    try:
+        nb = read_notebook(path)
+    except NotebookFileError as exc:
+        raise ClassroomError(f"cannot make a page of {exc}") from None
     interactive(nb, path.stem)
     try:
         body = _export(nb, CHAPTERS[index].title, draw_math=True)
@@ -207,18 +213,17 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> 
     import plotly
 
     folder = Path(folder)
-    missing = [c.file for c in CHAPTERS if not (source / c.file).is_file()]
+    missing = [c.file for c in CHAPTERS if not os.path.lexists(source / c.file)]
     if missing or not GUIDE.is_file():
         raise ClassroomError(f"not found: {', '.join(missing) or GUIDE} (run this in a clone of the repository)")
     output_folder(folder, force, ROOT, f"inside the repository ({ROOT})", "the site")
+    pages = {_page(chapter.file): chapter_html(source / chapter.file, index)
+             for index, chapter in enumerate(CHAPTERS)}  # every chapter read and drawn before the first is written
+    pages |= {"index.html": index_html(), "teaching.html": guide_html(GUIDE.read_text("utf-8")),
+              "glossary.html": glossary_html()}
     written = [folder / "plotly.min.js"]
     replace_file(written[0], (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
-    for index, chapter in enumerate(CHAPTERS):
-        written.append(folder / _page(chapter.file))
-        replace_file(written[-1], chapter_html(source / chapter.file, index).encode("utf-8"))
-    pages = (("index.html", index_html()), ("teaching.html", guide_html(GUIDE.read_text("utf-8"))),
-             ("glossary.html", glossary_html()))
-    for name, html in pages:
+    for name, html in pages.items():
         written.append(folder / name)
         replace_file(written[-1], html.encode("utf-8"))
     return written

@@ -3,14 +3,22 @@ where they should not be. Each test failed before its fix."""
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
+from test_classroom import _main
 from test_counter_checks import ADD_SOLUTION, COALESCED, PADDED, TRANSPOSE_SOLUTION, _changed, _failed
 
-from helpers import counter_checks, glossary, make_it_fast, pallas
+from helpers import classroom, counter_checks, glossary, make_it_fast, pallas, site, upkeep
 from helpers.limits import time_limit
+from helpers.project import CHAPTERS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: A hang guard, not a speed test.
 HANG_SECONDS = 60.0
@@ -149,3 +157,63 @@ def test_the_glossary_names_what_it_was_asked_for_in_one_short_line(name) -> Non
     with pytest.raises(ValueError, match="glossary term") as caught:
         glossary.define(name)
     assert len(str(caught.value)) < 2000
+
+
+# ---------------------------------------------------------------- malformed chapter files: one reader, one line
+
+GOOD_CHAPTER = (ROOT / "notebooks" / CHAPTERS[0].file).read_bytes()
+MALFORMED = {
+    "half a file": (GOOD_CHAPTER[:len(GOOD_CHAPTER) // 2], "it is not JSON (Unterminated string"),
+    "empty": (b"", "it is empty"),
+    "{}": (b"{}", "it has no nbformat version"),
+    "invalid UTF-8": (b'{"cells": [], "x": "\xff"}', "it is not UTF-8 text (byte 0xff at offset 20)"),
+    "a lone surrogate": (GOOD_CHAPTER.replace(b'"source": [', b'"source": ["\\udc80", ', 1),
+                         "it holds a lone surrogate"),
+    "cells as a string": (json.dumps({**json.loads(GOOD_CHAPTER), "cells": "abc"}).encode(), "its cells are str"),
+    "nbformat 99": (json.dumps({**json.loads(GOOD_CHAPTER), "nbformat": 99}).encode(), "it is nbformat 99, not 4"),
+    "a cell's source a number": (GOOD_CHAPTER.replace(b'"source": [', b'"source": 5, "x": [', 1),
+                                 "cell 0: its source is int"),
+    "NaN": (GOOD_CHAPTER.replace(b'"metadata": {', b'"metadata": {"x": NaN, ', 1), "it holds NaN"),
+    "a link to /etc/passwd": (None, "it is a symbolic link, not a regular file"),
+}
+
+
+@pytest.fixture
+def chapters(tmp_path) -> Path:
+    """A copy of notebooks/ (each chapter's own file), in which a test may spoil the first chapter."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for chapter in CHAPTERS:
+        shutil.copyfile(ROOT / "notebooks" / chapter.file, folder / chapter.file)
+    return folder
+
+
+def _spoil(path: Path, data: bytes | None) -> None:
+    path.unlink()
+    if data is None:
+        path.symlink_to("/etc/passwd")
+    else:
+        path.write_bytes(data)
+
+
+@pytest.mark.parametrize("command", ["classroom copies", "site build"])
+@pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
+def test_a_malformed_chapter_is_one_line_naming_it_and_nothing_is_written(chapters, tmp_path, monkeypatch, command,
+                                                                         case) -> None:
+    data, said = MALFORMED[case]
+    _spoil(chapters / CHAPTERS[0].file, data)
+    module, write = (classroom, "write_copies") if command == "classroom copies" else (site, "build")
+    monkeypatch.setattr(module, write, functools.partial(getattr(module, write), source=chapters))
+    out = tmp_path / "out"
+    code, printed, err = _main([*command.split(), str(out)])
+    assert code == 2 and not printed and err.count("\n") == 1, err
+    assert f"{chapters / CHAPTERS[0].file}: {said}" in err and "root:" not in err
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
+def test_notebooks_check_names_a_malformed_chapter_in_one_line(chapters, case) -> None:
+    data, said = MALFORMED[case]
+    _spoil(chapters / CHAPTERS[0].file, data)
+    found = upkeep.problems(chapters.parent)
+    assert f"notebooks/{CHAPTERS[0].file}: unreadable: {said}" in "\n".join(found)
