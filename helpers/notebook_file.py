@@ -42,7 +42,7 @@ def read_notebook_text(path: str | Path) -> tuple[str, Any]:
                               "a notebook may have here (the largest chapter is under 2 MB)", follow_links=False)
         text = _text(raw)
         data = _json(text)
-        problem = _problem(data)
+        problem = notebook_problem(data)
         if problem is None:
             return text, nbformat.reads(text, as_version=NBFORMAT)  # as nbformat reads it: each source one string
     except ValueError as exc:
@@ -85,10 +85,11 @@ def _json(text: str) -> Any:
         raise ValueError("it holds a number of thousands of digits: not a notebook") from None
 
 
-def _problem(data: Any) -> str | None:
-    """What keeps parsed JSON `data` from being an nbformat 4 notebook, in words; None if nothing does."""
+def notebook_problem(data: Any) -> str | None:
+    """What keeps `data` (parsed JSON, or a notebook in memory) from being an nbformat 4 notebook, in words; None if
+    nothing does."""
     if not isinstance(data, dict):
-        return f"it is a JSON {type(data).__name__}, not a notebook (an object with cells, metadata and nbformat)"
+        return f"it is {type(data).__name__}, not a notebook (an object with cells, metadata and nbformat)"
     version = data.get("nbformat")
     if version is None:
         return "it has no nbformat version: not a notebook (an object with cells, metadata and nbformat)"
@@ -137,4 +138,4 @@ def _schema_problem(data: dict[str, Any]) -> str | None:
     return f"it is not a valid notebook ({' '.join(str(error.message).split())[:200]})"
 
 
-__all__ = ["MAX_BYTES", "NotebookFileError", "read_notebook", "read_notebook_text"]
+__all__ = ["MAX_BYTES", "NotebookFileError", "notebook_problem", "read_notebook", "read_notebook_text"]

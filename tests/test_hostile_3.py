@@ -6,15 +6,21 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import nbformat
 import numpy as np
 import pytest
 from test_classroom import _main
 from test_counter_checks import ADD_SOLUTION, COALESCED, PADDED, TRANSPOSE_SOLUTION, _changed, _failed
 
-from helpers import classroom, counter_checks, glossary, make_it_fast, pallas, site, upkeep
+from helpers import classroom, counter_checks, glossary, make_it_fast, pallas, prompts, site, upkeep
 from helpers.limits import time_limit
 from helpers.project import CHAPTERS
 
@@ -217,3 +223,61 @@ def test_notebooks_check_names_a_malformed_chapter_in_one_line(chapters, case) -
     _spoil(chapters / CHAPTERS[0].file, data)
     found = upkeep.problems(chapters.parent)
     assert f"notebooks/{CHAPTERS[0].file}: unreadable: {said}" in "\n".join(found)
+
+
+# ---------------------------------------------------------------- prompts: malformed metadata, hostile patterns
+
+
+def _prompted(pattern: str = "lanes", answer: str = "86% of lanes useful") -> nbformat.NotebookNode:
+    """A small chapter: a prompt, then the code cell that answers it, showing `answer`."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(prompts.PROMPT + "run the next cell:** how many lanes?"),
+                nbformat.v4.new_code_cell("y", outputs=[nbformat.v4.new_output("stream", text=answer)])]
+    nb.cells[0].metadata["prompt"] = {"answers": [nb.cells[1].id], "gives_away": [pattern]}
+    return nb
+
+
+def _set(path: str, value: object) -> Callable[[Any], None]:
+    """A change to a notebook: the item at `path` (keys and indices, '/'-separated) set to `value`."""
+    *keys, last = [int(k) if k.isdigit() else k for k in path.split("/")]
+
+    def change(nb: Any) -> None:
+        for key in keys:
+            nb = nb[key]
+        nb[last] = value
+    return change
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (_set("cells", None), "its cells are NoneType, not a list"),
+    (lambda nb: nb["cells"].append(5), "cell 2: it is int, not an object"),
+    (_set("cells/0/metadata", ["prompt"]), "cell 0: its metadata is list"),
+    (_set("cells/0/metadata/prompt/answers", [["b"]]), "does not name its answers"),
+    (_set("cells/0/metadata/prompt/answers", "b"), "does not name its answers"),
+    (_set("cells/0/metadata/prompt/gives_away", "lanes"), "does not name its answers"),
+    (_set("cells/0/source", 5), "cell 0: its source is int"),
+    (_set("cells/1/outputs", None), "cell 1: a code cell's outputs must be a list"),
+    (_set("cells/0/metadata/prompt/gives_away", ["(unclosed"]), "is not a regular expression (missing )"),
+    (_set("cells/1/outputs/0/text", 5), "it is not a valid notebook"),
+], ids=["cells None", "a cell a number", "metadata a list", "answers [['b']]", "answers a string",
+        "patterns a string", "source a number", "outputs None", "not a regular expression", "text a number"])
+def test_a_malformed_prompt_is_one_line_from_problems_and_a_prompt_error_from_prompts(change, said) -> None:
+    nb = _prompted()
+    change(nb)
+    (line,) = prompts.problems(nb)
+    assert said in line and "\n" not in line, line
+    with pytest.raises(prompts.PromptError, match=re.escape(said)):
+        prompts.prompts(nb)
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "(a|aa)+$", "(a|a)*b"])
+def test_a_pattern_that_backtracks_without_end_is_named_not_waited_for(pattern) -> None:
+    """In a fresh interpreter, so that a search which never ends fails this test instead of hanging the suite."""
+    script = ("import json, sys; sys.path.insert(0, 'tests'); import test_hostile_3 as t; from helpers import prompts; "
+              f"print(json.dumps(prompts.problems(t._prompted({pattern!r}, 'a' * 40 + '!'))))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=HANG_SECONDS)
+    assert done.returncode == 0, done.stderr
+    lines = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(lines) == 1 and lines[0].startswith("cell 0: "), lines
+    assert "it backtracks" in lines[0] or "no answer cell shows" in lines[0]
