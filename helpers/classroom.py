@@ -48,18 +48,6 @@ ClassroomError = OutputError
 # Learner copies
 
 
-def write_page(path: str | Path, text: str) -> None:
-    """Write `text` to `path`: a regular file is replaced (never written through a link); a pipe or device fed."""
-    path = Path(path)
-    if path.exists() and not path.is_file() and not path.is_symlink():  # a named pipe, /dev/null
-        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-        os.set_blocking(fd, True)  # not waiting for a reader to open a pipe (ENXIO if none), waiting for it to read
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        replace_file(path, text.encode("utf-8"))
-
-
 def learner_copy(nb: Any) -> Any:
     """A hand-out of the chapter `nb` (an nbformat notebook, changed in place and returned): the outputs of every
     code cell from each prediction prompt to its last answer cell (`prompts`), and of every measurement cell,

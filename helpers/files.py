@@ -72,6 +72,19 @@ def replace_file(path: Path, data: bytes) -> None:
         raise
 
 
+def write_output(path: str | Path, text: str) -> None:
+    """Write `text` to `path`, an output a command was asked for: a regular file (or a link) is replaced, never written
+    through (nor is another name of the same file changed); a named pipe or a device (/dev/null) is fed."""
+    path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_symlink():
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)  # not waiting for a reader to open a pipe (ENXIO if none), waiting for it to read
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        replace_file(path, text.encode("utf-8"))
+
+
 #: What a file that is not a regular file is, for the message.
 KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
          (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
@@ -103,4 +116,4 @@ def _check_regular(status: os.stat_result, limit: int, regular: str, usual: str)
         raise ValueError(f"it is {status.st_size:,} bytes, more than the {limit:,} {usual}")
 
 
-__all__ = ["OutputError", "output_folder", "read_small_file", "replace_file"]
+__all__ = ["OutputError", "output_folder", "read_small_file", "replace_file", "write_output"]

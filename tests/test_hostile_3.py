@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 from test_classroom import _main
 from test_counter_checks import ADD_SOLUTION, COALESCED, PADDED, TRANSPOSE_SOLUTION, _changed, _failed
 
-from helpers import classroom, counter_checks, glossary, make_it_fast, pallas, prompts, site, upkeep
+from helpers import classroom, counter_checks, files, glossary, make_it_fast, pallas, prompts, site, upkeep
 from helpers.limits import time_limit
 from helpers.project import CHAPTERS
 
@@ -281,3 +282,47 @@ def test_a_pattern_that_backtracks_without_end_is_named_not_waited_for(pattern) 
     lines = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(lines) == 1 and lines[0].startswith("cell 0: "), lines
     assert "it backtracks" in lines[0] or "no answer cell shows" in lines[0]
+
+
+# ---------------------------------------------------------------- output paths: checked before the work
+
+
+@pytest.mark.parametrize("argv", [
+    ["gpu-report", "--json", "{package}/kernels/sgemm.cu"],
+    ["bench", "--quick", "--json", "{package}/data/published-measurements.json"],
+    ["bench", "--quick", "--html", "{package}/new-page.html"],
+    ["classroom", "merge", "x.json", "--html", "{package}/__init__.py"],
+], ids=["gpu-report over a kernel it runs", "bench over the package's data", "bench into the package",
+        "merge over the package's code"])
+def test_no_output_goes_into_the_package_it_reads(argv) -> None:
+    package = ROOT / "helpers"
+    before = {p: p.read_bytes() for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    code, out, err = _main([a.format(package=package) for a in argv])
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert "it is inside the helpers package" in err
+    assert {p: p.read_bytes() for p in before} == before and not (package / "new-page.html").exists()
+
+
+@pytest.mark.parametrize("name", ["README.md", f"notebooks/{CHAPTERS[0].file}", "pyproject.toml"])
+def test_no_output_replaces_a_file_of_the_repository(name) -> None:
+    before = (ROOT / name).read_bytes()
+    code, _, err = _main(["bench", "--quick", "--json", str(ROOT / name)])
+    assert code == 2 and f"it is a file of the repository ({name}), not an earlier output" in err, err
+    assert (ROOT / name).read_bytes() == before
+
+
+def test_no_output_replaces_what_earlier_runs_measured(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    kept = tmp_path / "loops-to-tpus" / "cpu-peak.json"
+    kept.parent.mkdir()
+    kept.write_text("{}")
+    code, _, err = _main(["gpu-report", "--json", str(kept)])
+    assert code == 2 and "it is in the series' cache" in err and kept.read_text() == "{}"
+
+
+def test_an_output_replaces_its_file_and_changes_no_other_name_of_it(tmp_path) -> None:
+    kept = tmp_path / "kept.json"
+    kept.write_text("the learner's own")
+    os.link(kept, tmp_path / "out.json")
+    files.write_output(tmp_path / "out.json", "new")
+    assert (tmp_path / "out.json").read_text() == "new" and kept.read_text() == "the learner's own"
