@@ -326,3 +326,11 @@ def test_an_output_replaces_its_file_and_changes_no_other_name_of_it(tmp_path) -
     os.link(kept, tmp_path / "out.json")
     files.write_output(tmp_path / "out.json", "new")
     assert (tmp_path / "out.json").read_text() == "new" and kept.read_text() == "the learner's own"
+
+
+def test_a_printf_in_every_thread_shows_a_few_lines_not_thousands(capsys) -> None:
+    loud = _changed(ADD_SOLUTION, "    if (row < n && col < n) {",
+                    '    printf("hi %d\\n", row);\n    if (row < n && col < n) {')
+    assert counter_checks.check_coalesced(loud).passed
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) < 60 and lines[-1].startswith("   | ... and ") and lines[-1].endswith(" more lines, not shown")
