@@ -9,6 +9,7 @@ executor; roofline.matmul_dram_bytes is the written-down assumption about them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -260,7 +261,11 @@ def device_spec(gpu: Any) -> specs.DeviceSpec:
 
 def gflops(n: int, seconds: float) -> float:
     """GFLOP/s of an n x n x n matmul done in `seconds` (a positive, finite time)."""
-    return workloads.matmul_flops(n) / positive_number("seconds", seconds, "the time the matmul took") / 1e9
+    rate = workloads.matmul_flops(n) / positive_number("seconds", seconds, "the time the matmul took") / 1e9
+    if not math.isfinite(rate):
+        raise ValueError(f"seconds must be a positive, finite number (the time the matmul took), got {seconds!r:.40}: "
+                         "too small for any rate")
+    return rate
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ def test_a_numpy_whole_number_names_a_rung() -> None:
     assert make_it_fast.rung(np.int64(2)).label == "2 coalesced"
 
 
-@pytest.mark.parametrize("seconds", [-0.01, 0, None, math.nan, math.inf])
+@pytest.mark.parametrize("seconds", [-0.01, 0, None, math.nan, math.inf, 1e-300])
 def test_gflops_needs_a_positive_time(seconds) -> None:
     with pytest.raises(ValueError, match="seconds must be a positive, finite number"):
         make_it_fast.gflops(4096, seconds)
