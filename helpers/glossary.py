@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import replace_file
 from .notebook_file import read_notebook
 from .project import CHAPTERS
 
@@ -348,7 +349,7 @@ def main(argv: list[str]) -> int:
     if argv:
         print("usage: python -m helpers.glossary   (rewrites docs/glossary.md)", file=sys.stderr)
         return 2
-    PAGE.write_text(page(), encoding="utf-8")
+    replace_file(PAGE, page().encode("utf-8"))  # a link there is replaced, never written through
     print(f"wrote {PAGE.relative_to(ROOT)}: {len(TERMS)} terms")
     return 0
 

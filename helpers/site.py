@@ -24,7 +24,7 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 from . import glossary
 from .files import OutputError as ClassroomError
-from .files import output_folder, replace_file
+from .files import output_folder, read_small_file, replace_file
 from .notebook_file import NotebookFileError, read_notebook
 from .project import CHAPTERS
 from .upkeep import PLOTLY
@@ -207,6 +207,19 @@ def glossary_html() -> str:
     return _text_page("Glossary", f"<h1>Glossary</h1>{entries}", _nav())
 
 
+def _guide() -> str:
+    """The teacher guide's Markdown; a ClassroomError, one line, when it is not UTF-8 text it can read."""
+    try:
+        return read_small_file(GUIDE, MAX_GUIDE_BYTES, "the guide is a file of its own", "the guide may have",
+                               follow_links=False).decode("utf-8")
+    except ValueError as exc:  # not a regular file, too large, or not UTF-8 (a UnicodeDecodeError)
+        raise ClassroomError(f"cannot make a page of {GUIDE}: {exc}") from None
+
+
+#: The most bytes the teacher guide may have (it is about 60 KB).
+MAX_GUIDE_BYTES = 10 * 2**20
+
+
 def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> list[Path]:
     """Write the book into `folder`; returns the files written. Refuses the repository's own folders, and a
     folder that is not empty unless `force`; a link in `folder` where a page goes is replaced, never followed."""
@@ -219,8 +232,7 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> 
     output_folder(folder, force, ROOT, f"inside the repository ({ROOT})", "the site")
     pages = {_page(chapter.file): chapter_html(source / chapter.file, index)
              for index, chapter in enumerate(CHAPTERS)}  # every chapter read and drawn before the first is written
-    pages |= {"index.html": index_html(), "teaching.html": guide_html(GUIDE.read_text("utf-8")),
-              "glossary.html": glossary_html()}
+    pages |= {"index.html": index_html(), "teaching.html": guide_html(_guide()), "glossary.html": glossary_html()}
     written = [folder / "plotly.min.js"]
     replace_file(written[0], (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
     for name, html in pages.items():

@@ -334,3 +334,13 @@ def test_a_printf_in_every_thread_shows_a_few_lines_not_thousands(capsys) -> Non
     assert counter_checks.check_coalesced(loud).passed
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) < 60 and lines[-1].startswith("   | ... and ") and lines[-1].endswith(" more lines, not shown")
+
+
+def test_a_teacher_guide_that_is_not_utf8_is_one_line_from_site_build(chapters, tmp_path, monkeypatch) -> None:
+    guide = tmp_path / "teaching.md"
+    guide.write_bytes("Café prices".encode("latin-1"))
+    monkeypatch.setattr(site, "GUIDE", guide)
+    monkeypatch.setattr(site, "chapter_html", lambda path, index: f"<html>{path.name}</html>")  # fast: no nbconvert
+    monkeypatch.setattr(site, "build", functools.partial(site.build, source=chapters))
+    code, _, err = _main(["site", "build", str(tmp_path / "book")])
+    assert code == 2 and err.count("\n") == 1 and f"cannot make a page of {guide}: 'utf-8' codec can't decode" in err
