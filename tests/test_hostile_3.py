@@ -21,7 +21,18 @@ import pytest
 from test_classroom import _main
 from test_counter_checks import ADD_SOLUTION, COALESCED, PADDED, TRANSPOSE_SOLUTION, _changed, _failed
 
-from helpers import classroom, counter_checks, files, glossary, make_it_fast, pallas, prompts, site, upkeep
+from helpers import (
+    classroom,
+    counter_checks,
+    files,
+    glossary,
+    kernel_checks,
+    make_it_fast,
+    pallas,
+    prompts,
+    site,
+    upkeep,
+)
 from helpers.limits import time_limit
 from helpers.project import CHAPTERS
 
@@ -116,6 +127,25 @@ def test_a_kernel_that_loops_only_at_the_drawn_size_is_stopped_by_the_time_limit
     with time_limit(HANG_SECONDS, "check_coalesced"):
         verdict = counter_checks.check_coalesced(looping)
     _failed(capsys, verdict, COALESCED, "a loop that never ends")
+
+
+def test_a_printf_in_every_thread_shows_a_few_lines_not_thousands(capsys) -> None:
+    loud = _changed(ADD_SOLUTION, "    if (row < n && col < n) {",
+                    '    printf("hi %d\\n", row);\n    if (row < n && col < n) {')
+    assert counter_checks.check_coalesced(loud).passed
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) < 60 and lines[-1].startswith("   | ... and ") and lines[-1].endswith(" more lines, not shown")
+
+
+def test_a_kernel_only_a_gpu_ran_is_not_passed_on_counters_nobody_read(capsys, monkeypatch) -> None:
+    """On a GPU, CUDA C outside the executor's subset skips the executor: then no counter was read, and no ✅."""
+    def runs(title, build, runs, on, rtol, atol):
+        return "not run on the CPU executor (outside its subset)" if on.endswith("executor") else "n = 64"
+
+    monkeypatch.setattr(kernel_checks, "_run_all", runs)
+    monkeypatch.setattr(kernel_checks, "gpu_here", lambda: True)
+    _failed(capsys, counter_checks.check_coalesced(ADD_SOLUTION), COALESCED,
+            "the counters this check reads come from the CPU executor, which could not run it")
 
 
 # ---------------------------------------------------------------- chapter 04's block exercise on a small matrix
@@ -226,6 +256,16 @@ def test_notebooks_check_names_a_malformed_chapter_in_one_line(chapters, case) -
     assert f"notebooks/{CHAPTERS[0].file}: unreadable: {said}" in "\n".join(found)
 
 
+def test_a_teacher_guide_that_is_not_utf8_is_one_line_from_site_build(chapters, tmp_path, monkeypatch) -> None:
+    guide = tmp_path / "teaching.md"
+    guide.write_bytes("Café prices".encode("latin-1"))
+    monkeypatch.setattr(site, "GUIDE", guide)
+    monkeypatch.setattr(site, "chapter_html", lambda path, index: f"<html>{path.name}</html>")  # fast: no nbconvert
+    monkeypatch.setattr(site, "build", functools.partial(site.build, source=chapters))
+    code, _, err = _main(["site", "build", str(tmp_path / "book")])
+    assert code == 2 and err.count("\n") == 1 and f"cannot make a page of {guide}: 'utf-8' codec can't decode" in err
+
+
 # ---------------------------------------------------------------- prompts: malformed metadata, hostile patterns
 
 
@@ -326,21 +366,3 @@ def test_an_output_replaces_its_file_and_changes_no_other_name_of_it(tmp_path) -
     os.link(kept, tmp_path / "out.json")
     files.write_output(tmp_path / "out.json", "new")
     assert (tmp_path / "out.json").read_text() == "new" and kept.read_text() == "the learner's own"
-
-
-def test_a_printf_in_every_thread_shows_a_few_lines_not_thousands(capsys) -> None:
-    loud = _changed(ADD_SOLUTION, "    if (row < n && col < n) {",
-                    '    printf("hi %d\\n", row);\n    if (row < n && col < n) {')
-    assert counter_checks.check_coalesced(loud).passed
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) < 60 and lines[-1].startswith("   | ... and ") and lines[-1].endswith(" more lines, not shown")
-
-
-def test_a_teacher_guide_that_is_not_utf8_is_one_line_from_site_build(chapters, tmp_path, monkeypatch) -> None:
-    guide = tmp_path / "teaching.md"
-    guide.write_bytes("Café prices".encode("latin-1"))
-    monkeypatch.setattr(site, "GUIDE", guide)
-    monkeypatch.setattr(site, "chapter_html", lambda path, index: f"<html>{path.name}</html>")  # fast: no nbconvert
-    monkeypatch.setattr(site, "build", functools.partial(site.build, source=chapters))
-    code, _, err = _main(["site", "build", str(tmp_path / "book")])
-    assert code == 2 and err.count("\n") == 1 and f"cannot make a page of {guide}: 'utf-8' codec can't decode" in err
