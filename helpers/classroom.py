@@ -32,8 +32,9 @@ from .project import CHAPTERS
 from .timing import Timing, format_fraction, format_seconds
 from .validate import LARGEST, finite
 
-#: The notebooks of a clone of the repository (an installed package has none).
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+#: The helpers package, and the notebooks of a clone of the repository around it (an installed package has none).
+PACKAGE = Path(__file__).resolve().parent
+NOTEBOOKS = PACKAGE.parent / "notebooks"
 #: Cells whose outputs depend on the machine: measurements, device lists, plots of timings.
 MEASURED_TAG = "nbval-ignore-output"
 ZIP_NAME = "loops-to-tpus-chapters.zip"
@@ -77,7 +78,8 @@ def write_copies(folder: str | Path, force: bool = False, source: Path = NOTEBOO
     if missing:
         raise ClassroomError(f"notebooks not found in {source}: {', '.join(missing)} (run this in a clone of the "
                              "repository)")
-    output_folder(folder, force, source, "the series' own notebooks folder", "the copies")
+    output_folder(folder, force, {source: "the series' own notebooks folder",
+                                  PACKAGE: f"inside the helpers package ({PACKAGE})"}, "the copies")
     contents = {chapter.file: (nbformat.writes(_hand_out(source / chapter.file)) + "\n").encode("utf-8")
                 for chapter in CHAPTERS}  # every chapter read and made before the first is written
     for name, content in contents.items():

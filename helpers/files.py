@@ -1,8 +1,8 @@
 """The commands' files, read and written safely: never through a symbolic link, never into the repository's own
 folders, never a pipe or a device opened to be read.
 
-`classroom copies` and `site build` write into a folder the user names: `output_folder` checks it first (not the
-forbidden folder or inside it, under any name; empty unless --force), and `replace_file` writes each file as a new
+`classroom copies` and `site build` write into a folder the user names: `output_folder` checks it first (not a
+forbidden folder or inside one, under any name; empty unless --force), and `replace_file` writes each file as a new
 file renamed into place, so that a link found where a file goes is replaced, never written through.
 `read_small_file` reads an input (a bench --json file, a notebook) only if it is a regular file of a sensible size.
 """
@@ -21,10 +21,13 @@ class OutputError(Exception):
     """A folder or file a command will not write, said in one line (exit code 2)."""
 
 
-def output_folder(folder: Path, force: bool, forbidden: Path, forbidden_what: str, what: str) -> None:
-    """Make `folder` ready for `what`: never `forbidden` or inside it, an empty folder unless `force`."""
-    if _inside(_resolved(folder), forbidden):
-        raise OutputError(f"{folder} is {forbidden_what}: write {what} somewhere else")
+def output_folder(folder: Path, force: bool, forbidden: dict[Path, str], what: str) -> None:
+    """Make `folder` ready for `what`: never one of the `forbidden` folders or inside one (each mapped to what it is,
+    for the message), an empty folder unless `force`."""
+    where = _resolved(folder)
+    for place, forbidden_what in forbidden.items():
+        if _inside(where, place):
+            raise OutputError(f"{folder} is {forbidden_what}: write {what} somewhere else")
     if folder.is_symlink() and not folder.exists():
         raise OutputError(f"{folder} is a symbolic link to {os.readlink(folder)}, which is not a folder: create "
                           "that folder first, or give another one")

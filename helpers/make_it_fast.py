@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import executor, roofline, specs, workloads
-from .cuda import kernel_source
+from .cuda import GPU, kernel_source
 from .executor import Counters
 from .validate import positive_int, positive_number
 
@@ -159,6 +159,13 @@ def _a_rung(r: Any) -> Rung:
     return r
 
 
+def _a_gpu(gpu: Any) -> Any:
+    """`gpu` if it is what h.cuda.gpu() gives; otherwise a TypeError saying so."""
+    if not isinstance(gpu, GPU):
+        raise TypeError(f"gpu must be what h.cuda.gpu() gives; got {type(gpu).__name__} {gpu!r:.40}")
+    return gpu
+
+
 def _square_pair(a: Any, b: Any) -> int:
     """n, for two n x n float32 NumPy arrays of which the executor can run a product; a ValueError otherwise."""
     shapes = [getattr(x, "shape", None) for x in (a, b)]
@@ -239,7 +246,7 @@ def predict(label: str, device: specs.DeviceSpec | str, n: int = BIG_N) -> roofl
 def chapter_gpu(gpu: Any) -> Any:
     """h.cuda.gpu() with device_spec's spec: its predictions, and the label they are printed under, are for the card
     the model can describe (the T4 where it knows nothing of the card here; the note then says so)."""
-    device = device_spec(gpu)
+    device = device_spec(_a_gpu(gpu))
     return dataclasses.replace(gpu, spec=device, own_specs=gpu.own_specs and device.name == gpu.spec.name)
 
 
@@ -247,7 +254,7 @@ def device_spec(gpu: Any) -> specs.DeviceSpec:
     """The spec chapter 07 predicts for: the GPU here (h.cuda.gpu()) with the SM count and compute capability its
     driver reports, when its published specs are on file and the model knows its SMs; otherwise the T4's."""
     reference = specs.get(specs.REFERENCE_GPU)
-    if not gpu.here or not gpu.own_specs:
+    if not _a_gpu(gpu).here or not gpu.own_specs:
         return reference
     import cupy
 
@@ -313,12 +320,12 @@ def gpu_kernels(cupy: Any) -> dict[str, Any]:
 
 def measure(gpu: Any, r: Rung, n: int, kernel: Any) -> Any:
     """Rung `r` at n x n timed on the GPU (h.benchmark, synchronised) on fresh random inputs; None without one."""
-    if not gpu.here:
+    grid, block = _a_rung(r).launch(n)  # a size the rung cannot run is refused with or without a GPU
+    if not _a_gpu(gpu).here:
         return None
     import cupy
 
     a, b = workloads.make_inputs("matmul", n, "float32", "cupy")
     c = cupy.empty((n, n), dtype=cupy.float32)
-    grid, block = r.launch(n)
     return gpu.measure(lambda: kernel(grid, block, (a, b, c, np.int32(n))), flops=workloads.matmul_flops(n),
                        label=r.label)

@@ -229,7 +229,7 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS) -> 
     missing = [c.file for c in CHAPTERS if not os.path.lexists(source / c.file)]
     if missing or not GUIDE.is_file():
         raise ClassroomError(f"not found: {', '.join(missing) or GUIDE} (run this in a clone of the repository)")
-    output_folder(folder, force, ROOT, f"inside the repository ({ROOT})", "the site")
+    output_folder(folder, force, {ROOT: f"inside the repository ({ROOT})"}, "the site")
     pages = {_page(chapter.file): chapter_html(source / chapter.file, index)
              for index, chapter in enumerate(CHAPTERS)}  # every chapter read and drawn before the first is written
     pages |= {"index.html": index_html(), "teaching.html": guide_html(_guide()), "glossary.html": glossary_html()}

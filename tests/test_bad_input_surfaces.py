@@ -165,6 +165,8 @@ SURFACES = [
     Public(make_it_fast.predict, {"label": "2", "device": "NVIDIA T4", "n": 4096}, {"label": "rung"}),
     Public(make_it_fast.table, {"device": "NVIDIA T4", "n": 4096}),
     Public(make_it_fast.show_table, {"rows": make_it_fast.table("NVIDIA T4"), "n": 4096}),
+    Public(make_it_fast.chapter_gpu, {"gpu": cuda.gpu()}),
+    Public(make_it_fast.measure, {"gpu": cuda.gpu(), "r": make_it_fast.rung(2), "n": 64, "kernel": None}),
     Public(plots.kernel_ladder, {"device": "NVIDIA T4", "points": [("1 naive", 0.5, 1e11, None)]},
            bad={"points": ([("a", -1.0, 1e11, None)], [("a", 1.0, math.nan, None)], [("a", 1.0)], [(1, 2, 3, 4, 5)],
                            [("a", 1.0, 1e11, "fast")])}),

@@ -366,3 +366,16 @@ def test_an_output_replaces_its_file_and_changes_no_other_name_of_it(tmp_path) -
     os.link(kept, tmp_path / "out.json")
     files.write_output(tmp_path / "out.json", "new")
     assert (tmp_path / "out.json").read_text() == "new" and kept.read_text() == "the learner's own"
+
+
+def test_hand_outs_are_never_written_into_the_package(tmp_path) -> None:
+    code, _, err = _main(["classroom", "copies", str(ROOT / "helpers" / "handouts"), "--force"])
+    assert code == 2 and "is inside the helpers package" in err and not (ROOT / "helpers" / "handouts").exists()
+
+
+@pytest.mark.parametrize("call", [lambda: make_it_fast.chapter_gpu(None), lambda: make_it_fast.device_spec("T4"),
+                                  lambda: make_it_fast.measure(None, make_it_fast.rung(2), 64, None)],
+                         ids=["chapter_gpu", "device_spec", "measure"])
+def test_the_chapter_gpu_must_be_what_cuda_gpu_gives(call) -> None:
+    with pytest.raises(TypeError, match=r"gpu must be what h.cuda.gpu\(\) gives"):
+        call()
