@@ -368,7 +368,7 @@ def test_an_output_replaces_its_file_and_changes_no_other_name_of_it(tmp_path) -
     assert (tmp_path / "out.json").read_text() == "new" and kept.read_text() == "the learner's own"
 
 
-def test_hand_outs_are_never_written_into_the_package(tmp_path) -> None:
+def test_hand_outs_are_never_written_into_the_package() -> None:
     code, _, err = _main(["classroom", "copies", str(ROOT / "helpers" / "handouts"), "--force"])
     assert code == 2 and "is inside the helpers package" in err and not (ROOT / "helpers" / "handouts").exists()
 
