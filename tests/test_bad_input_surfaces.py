@@ -29,6 +29,7 @@ from test_bad_input import (
     assert_result_or_clear_error,
     draw_one_bad_argument,
 )
+from test_counter_checks import ADD_SOLUTION, TRANSPOSE_SOLUTION
 from test_cuda import SCALE, SILU, _solution
 
 from helpers import (
@@ -204,11 +205,14 @@ NOT_KERNELS = st.one_of(BAD, st.sampled_from([
     '#include "/etc/passwd"\n' + SCALE, "extern \"C\" __global__ void scale(", "int main() { return 0; }",
     cuda.Elementwise("float32 x", "float32 y", "y = x", "silu"),
     cuda.Elementwise("float32 x", "float32 y", "y = undeclared", "s"),
-    cuda.Elementwise("float32 x, float32 z", "float32 y", "y = x", "s"), np.float32(1.0), print]))
+    cuda.Elementwise("float32 x, float32 z", "float32 y", "y = x", "s"), np.float32(1.0), print,
+    ADD_SOLUTION, TRANSPOSE_SOLUTION]))
 CHECKERS = {kernel_checks.check_silu: {"n": 40}, kernel_checks.check_scale: {"n": 40, "threads": 32},
-            kernel_checks.check_tiled_matmul: {"shape": (17, 18, 19)}}
+            kernel_checks.check_tiled_matmul: {"shape": (17, 18, 19)}, counter_checks.check_coalesced: {},
+            counter_checks.check_padded: {}}
 #: The one kernel each checker should pass.
-RIGHT = {kernel_checks.check_silu: SILU, kernel_checks.check_scale: SCALE, kernel_checks.check_tiled_matmul: MATMUL}
+RIGHT = {kernel_checks.check_silu: SILU, kernel_checks.check_scale: SCALE, kernel_checks.check_tiled_matmul: MATMUL,
+         counter_checks.check_coalesced: ADD_SOLUTION, counter_checks.check_padded: TRANSPOSE_SOLUTION}
 
 
 @pytest.mark.parametrize("check", CHECKERS, ids=lambda check: check.__name__)
