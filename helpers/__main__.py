@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
+from .files import write_output
+
 if TYPE_CHECKING:
     from .bench import TooLarge
 
@@ -80,13 +82,45 @@ def _backend_list(text: str) -> list[str]:
     return names
 
 
-def _output_path(text: str) -> str:
-    """A file --json or --html can write, checked before the run: its folder exists, it can be written there, and
-    it is not a symbolic link.
+#: The helpers package (its code, kernels and data) and, in a clone, the repository around it.
+PACKAGE = os.path.dirname(os.path.realpath(__file__))
+REPOSITORY = os.path.dirname(PACKAGE)
+#: The endings of the files an output may replace in the repository: what the commands write (gpu-report's JSON
+#: is committed as docs/gpu-report-*.json, and a new run replaces it).
+OUTPUT_ENDINGS = (".json", ".html", ".htm")
 
-    The check opens the path for appending, as the system would after the run, so what it would refuse then
-    (permissions, a read-only disk) is refused now; a file created by the check is removed again, and a named
-    pipe is not waited on (nothing reading it is an error too: the write would hang).
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether the resolved `path` is `folder` or inside it."""
+    return os.path.commonpath([path, folder]) == folder
+
+
+def _replaced_problem(text: str) -> str | None:
+    """Why an output must not go to `text` although it could be written: it would replace a file the helpers read
+    (the package's code, kernels and data; what earlier runs measured, in the cache) or a file of the repository
+    that no command writes (a chapter, the README, a test). None where it may."""
+    from .cpu import cache_file
+
+    path = os.path.realpath(text)
+    kept = cache_file()
+    if _inside(path, PACKAGE):
+        return f"it is inside the helpers package ({PACKAGE}: its code, kernels and data, which the commands read)"
+    if kept is not None and _inside(path, os.path.realpath(kept.parent)):
+        return f"it is in the series' cache ({kept.parent}: what earlier runs measured, which the commands read)"
+    if os.path.isfile(path) and os.path.isdir(os.path.join(REPOSITORY, "notebooks")) and _inside(path, REPOSITORY) \
+            and not path.endswith(OUTPUT_ENDINGS):
+        return f"it is a file of the repository ({os.path.relpath(path, REPOSITORY)}), not an earlier output"
+    return None
+
+
+def _output_path(text: str) -> str:
+    """A file --json or --html can write, checked before the run: its folder exists, it can be written there, it
+    is not a symbolic link, and it replaces no file the helpers read or the repository holds (`_replaced_problem`).
+
+    The check opens the path for appending, so what the system would refuse after the run (permissions, a
+    read-only disk) is refused now; a file created by the check is removed again, and a named pipe is not waited on
+    (nothing reading it is an error too: the write would hang). A regular file is replaced by a new one
+    (files.write_output), so its folder must take new files too.
     """
     path = os.path.abspath(text)
     folder = os.path.dirname(path)
@@ -99,6 +133,9 @@ def _output_path(text: str) -> str:
         raise argparse.ArgumentTypeError(f"directory {folder!r} does not exist (it is not created for you)")
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: {folder!r} is not a directory")
+    replaced = _replaced_problem(text)
+    if replaced:
+        raise argparse.ArgumentTypeError(f"will not write {text!r}: {replaced}; give a path of its own")
     existed = os.path.lexists(path)
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o666))
@@ -108,6 +145,9 @@ def _output_path(text: str) -> str:
     if not existed:
         with contextlib.suppress(OSError):
             os.remove(path)
+    elif os.path.isfile(path) and not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: it is replaced by a new file, and its folder "
+                                         f"{folder!r} takes none")
     return text
 
 
@@ -262,7 +302,7 @@ def _merge(args: argparse.Namespace) -> int:
     if not machines:
         args.parser.error("none of the files is a bench --json file; nothing to show")
     try:
-        classroom.write_page(args.html, classroom.class_page(machines))
+        write_output(args.html, classroom.class_page(machines))
     except OSError as exc:
         print(f"{args.parser.prog}: error: cannot write {args.html!r}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -302,8 +342,7 @@ def _bench(args: argparse.Namespace) -> int:
                           (args.html, report.to_html)):
         if path:
             try:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(content())
+                write_output(path, content())
             except OSError as exc:
                 print(f"{prog}: error: cannot write {path!r}: {exc.strerror or exc} (the results are in the table "
                       "above)", file=sys.stderr)

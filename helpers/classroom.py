@@ -15,7 +15,6 @@ import io
 import json
 import os
 import reprlib
-import stat
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,14 +25,16 @@ from typing import Any
 import numpy as np
 
 from . import prompts, specs
-from .files import OutputError, output_folder, replace_file
+from .files import OutputError, output_folder, read_small_file, replace_file
 from .hardware import Peak
+from .notebook_file import NotebookFileError, read_notebook
 from .project import CHAPTERS
 from .timing import Timing, format_fraction, format_seconds
 from .validate import LARGEST, finite
 
-#: The notebooks of a clone of the repository (an installed package has none).
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+#: The helpers package, and the notebooks of a clone of the repository around it (an installed package has none).
+PACKAGE = Path(__file__).resolve().parent
+NOTEBOOKS = PACKAGE.parent / "notebooks"
 #: Cells whose outputs depend on the machine: measurements, device lists, plots of timings.
 MEASURED_TAG = "nbval-ignore-output"
 ZIP_NAME = "loops-to-tpus-chapters.zip"
@@ -46,18 +47,6 @@ ClassroomError = OutputError
 
 # --------------------------------------------------------------------------------------------------------------
 # Learner copies
-
-
-def write_page(path: str | Path, text: str) -> None:
-    """Write `text` to `path`: a regular file is replaced (never written through a link); a pipe or device fed."""
-    path = Path(path)
-    if path.exists() and not path.is_file() and not path.is_symlink():  # a named pipe, /dev/null
-        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-        os.set_blocking(fd, True)  # not waiting for a reader to open a pipe (ENXIO if none), waiting for it to read
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        replace_file(path, text.encode("utf-8"))
 
 
 def learner_copy(nb: Any) -> Any:
@@ -85,20 +74,33 @@ def write_copies(folder: str | Path, force: bool = False, source: Path = NOTEBOO
     import nbformat
 
     folder = Path(folder)
-    missing = [c.file for c in CHAPTERS if not (source / c.file).is_file()]
+    missing = [c.file for c in CHAPTERS if not os.path.lexists(source / c.file)]
     if missing:
         raise ClassroomError(f"notebooks not found in {source}: {', '.join(missing)} (run this in a clone of the "
                              "repository)")
-    output_folder(folder, force, source, "the series' own notebooks folder", "the copies")
-    contents = {}
-    for chapter in CHAPTERS:
-        nb = learner_copy(nbformat.read(source / chapter.file, as_version=4))
-        contents[chapter.file] = (nbformat.writes(nb) + "\n").encode("utf-8")
-        replace_file(folder / chapter.file, contents[chapter.file])
+    output_folder(folder, force, {source: "the series' own notebooks folder",
+                                  PACKAGE: f"inside the helpers package ({PACKAGE})"}, "the copies")
+    contents = {chapter.file: (nbformat.writes(_hand_out(source / chapter.file)) + "\n").encode("utf-8")
+                for chapter in CHAPTERS}  # every chapter read and made before the first is written
+    for name, content in contents.items():
+        replace_file(folder / name, content)
     written = [folder / name for name in contents]
     archive = folder / ZIP_NAME
     replace_file(archive, _zipped(contents))
     return [*written, archive]
+
+
+def _hand_out(path: Path) -> Any:
+    """The hand-out of the chapter at `path`; a ClassroomError, one line naming it and what is wrong, for a
+    malformed file or prompt."""
+    try:
+        nb = read_notebook(path)
+    except NotebookFileError as exc:
+        raise ClassroomError(f"cannot make a hand-out of {exc}") from None
+    try:
+        return learner_copy(nb)
+    except ClassroomError as exc:
+        raise ClassroomError(f"{path}: {exc}") from None
 
 
 def _zipped(contents: dict[str, bytes]) -> bytes:
@@ -129,9 +131,6 @@ class Machine:
 MAX_JSON_BYTES = 1_000_000
 #: What every result of a bench JSON file must hold to be shown.
 RESULT_KEYS = ("op", "backend", "n", "dtype", "median_s", "gflops")
-#: What a file that is not a regular file is, for the message.
-KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a device"),
-         (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
 
 Check = tuple[Callable[[Any], bool], str]
 #: How a value is shown in a message: a few levels and items, 40 characters of a string or a number.
@@ -173,7 +172,8 @@ RESULT_FIELDS = {"op": TEXT, "backend": TEXT, "n": COUNT, "dtype": TEXT, "median
 def read_machine(path: str | Path) -> Machine:
     """A bench JSON file as a Machine; a ValueError saying what is wrong with it otherwise."""
     path = Path(path)
-    raw = read_small_file(path, MAX_JSON_BYTES)
+    raw = read_small_file(path, MAX_JSON_BYTES, "what bench --json writes",
+                          "a bench --json file may have (one is a few KB)")
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -190,30 +190,6 @@ def read_machine(path: str | Path) -> Machine:
     model = data["hardware"].get("cpu_model") or "?"
     name = data["name"] if (data.get("name") or "").strip() else f"{path.stem} ({model})"
     return Machine(name, data["hardware"], data["results"])
-
-
-def read_small_file(path: Path, limit: int) -> bytes:
-    """The bytes of `path`, a regular file of at most `limit` bytes; a ValueError otherwise (a pipe is never opened)."""
-    try:
-        _check_regular(os.stat(path), limit)
-        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
-            _check_regular(os.fstat(f.fileno()), limit)  # what was opened, should the path have changed since
-            data = f.read(limit + 1)
-    except OSError as exc:
-        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
-    if len(data) > limit:
-        raise ValueError(f"it grew past {limit:,} bytes while being read")
-    return data
-
-
-def _check_regular(status: os.stat_result, limit: int) -> None:
-    """A ValueError when `status` is not a regular file's of at most `limit` bytes."""
-    if not stat.S_ISREG(status.st_mode):
-        kind = next((what for test, what in KINDS if test(status.st_mode)), "something else")
-        raise ValueError(f"it is {kind}, not a regular file (what bench --json writes); it was not opened")
-    if status.st_size > limit:
-        raise ValueError(f"it is {status.st_size:,} bytes, more than the {limit:,} a bench --json file may have "
-                         "(one is a few KB)")
 
 
 def bench_file_problem(data: Any) -> str | None:

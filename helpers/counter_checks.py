@@ -1,8 +1,10 @@
 """Checkers for chapter 07's exercises: a kernel must be right (as chapter 03's checkers judge it) AND its counters
 must show the speed-up asked for: coalesced loads, no bank conflicts, a tile that fits and keeps an SM busy.
 
-The counters come from the CPU executor (helpers.executor), at a size where every warp is full; a kernel that is
-right but not yet fast is a ❌ that names the counter, its value and the value asked for.
+The counters come from the CPU executor (helpers.executor), from the very launches that check the kernel is right:
+every size it runs (one of them drawn afresh, which a learner cannot guess) is counted and judged, under the same
+time limit. A kernel that is right but not yet fast is a ❌ that names the size, the counter, its value and the
+value asked for.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 from . import executor, make_it_fast, nvrtc, roofline, specs, workloads
 from .checks import Verdict
 from .cuda import blocks_for, kernel_source
+from .executor import Counters
 from .kernel_checks import (
     SEED,
     Launcher,
@@ -29,12 +32,21 @@ from .kernel_checks import (
     _type_name,
 )
 
-#: The size the counters are read at: a multiple of 32, so every warp is full and every row starts on a sector.
+#: The size whose counters the passing verdict shows: a multiple of 32, so every warp is full and every row starts
+#: on a sector (4.00 sectors per request exactly). It is judged first, so a kernel slow everywhere is named there.
 COUNT_N = 64
-#: Sizes the kernels are also run at for correctness (no multiple of 32: the last blocks stick out).
-SIZES = (50,)
+#: Every size the kernels run at, to be right and to be counted (no multiple of 32: the last blocks stick out); one
+#: more, drawn afresh from DRAWN, joins them in every check.
+SIZES = (COUNT_N, 50)
+DRAWN = (33, 95)
 #: A 32 x 32 block of threads, the shape both kernels are launched with.
 BLOCK = (32, 32)
+#: Floats a warp moves in one request when it is coalesced: one per lane, neighbours in memory.
+WARP = 32
+#: How far above a coalesced kernel's requests and sectors a kernel may go and still pass: half again (a guard that
+#: reads a clamped index, a number read twice), never twice (half the lanes of a warp idle is twice the requests;
+#: a warp across two rows of 16 is twice the sectors; 32 strided lanes are 8 times the sectors).
+SLACK = 1.5
 
 
 def _square_runs(name: str, reference: Callable[[np.ndarray], np.ndarray], arrays: int,
@@ -56,47 +68,85 @@ def _square_runs(name: str, reference: Callable[[np.ndarray], np.ndarray], array
     return runs
 
 
+def _counting(counted: dict[int, Counters]) -> Launcher:
+    """The CPU executor's launcher, keeping each launch's counters under its n (the kernels' last argument)."""
+    def launch(program: executor.Program, name: str, grid: tuple[int, ...], block: tuple[int, ...],
+               arrays: dict[str, np.ndarray], scalars: tuple[Any, ...]) -> list[Any]:
+        copies = [np.array(array, copy=True) for array in arrays.values()]
+        counted[int(scalars[-1])] = program.launch(name, grid, block, (*copies, *scalars)).counters
+        return copies
+    return launch
+
+
 def _right_then_counted(title: str, source: Any, name: str, what: str, reference: Callable[..., np.ndarray],
-                        arrays: int, judge: Callable[[executor.Counters], str | None]) -> Verdict:
-    """Compile, run right on the executor (and a GPU), then count at COUNT_N: judge says what is still slow."""
+                        arrays: int, judge: Callable[[Counters, int], str | None]) -> Verdict:
+    """Compile, run right on the executor (and a GPU) at every size, counting each executor launch; then judge
+    each size's counters (COUNT_N first): judge(counters, n) says what is still slow."""
     problem = _source_problem(title, source, what)
     if problem is not None:
         return problem
     failed, compiled = _compile_problem(title, lambda: nvrtc.compile_for_targets(source, f"{name}.cu"))
     if failed is not None:
         return failed
-    drawn = _drawn(_fresh(), 33, 95, {COUNT_N, *SIZES}, 32)
-    sizes = sorted({*SIZES, COUNT_N, drawn})
+    drawn = _drawn(_fresh(), *DRAWN, set(SIZES), WARP)
+    sizes = [*SIZES, drawn]
+    counted: dict[int, Counters] = {}
     builds, runs = _builds(source, name), _square_runs(name, reference, arrays, sizes)
 
     def plans(where: str) -> tuple[Callable[[], Any], Runs]:
         build, launch = builds(where)
-        return build, runs(launch)
+        return build, runs(_counting(counted) if where == "cpu" else launch)
 
     verdict = _run_both(title, compiled, plans, (1e-5, 1e-6), f"n = {drawn}")
     if not verdict.passed:
         return verdict
-    ins = np.random.default_rng(SEED).standard_normal((arrays, COUNT_N, COUNT_N), dtype=np.float32)
-    out = np.zeros((COUNT_N, COUNT_N), np.float32)
-    launched = executor.Program(source).launch(name, (COUNT_N // 32, COUNT_N // 32), BLOCK,
-                                               (*ins, out, np.int32(COUNT_N)))
-    slow = judge(launched.counters)
-    if slow:
-        return Verdict(False, True, f"❌ {title}: right, but not fast yet: {slow}")
     first, *rest = verdict.message.split("\n", 1)
-    return Verdict(True, True, "\n".join([first, f"   Counted at n = {COUNT_N} on the CPU executor: "
-                                          f"{_counted(launched.counters)}.", *rest]))
+    if set(counted) != set(sizes):  # on a GPU, CUDA C outside the executor's subset skips it
+        return Verdict(False, True, f"❌ {title}: the counters this check reads come from the CPU executor, which "
+                                    f"could not run it; the rest of the check said:\n   {first}")
+    for n in sizes:
+        slow = judge(counted[n], n)
+        if slow:
+            return Verdict(False, True, f"❌ {title}: right, but not fast yet at n = {n}: {slow}")
+    counts = f"   Counted on the CPU executor at every size it ran, as fast as asked at each; at n = {COUNT_N}: "
+    return Verdict(True, True, "\n".join([first, f"{counts}{_counted(counted[COUNT_N])}.", *rest]))
 
 
-def _counted(c: executor.Counters) -> str:
+def _counted(c: Counters) -> str:
     ways = f", shared reads {c.load_ways:.2f}-way and writes {_store_ways(c):.2f}-way" if c.shared_phases else ""
     return f"{c.sectors_per_request:.2f} sectors per global request{ways}"
 
 
-def _store_ways(c: executor.Counters) -> float:
+def _store_ways(c: Counters) -> float:
     """ways_per_request of the shared stores alone."""
     phases = c.shared_phases - c.shared_load_phases
     return (c.shared_wavefronts - c.shared_load_wavefronts) / phases if phases else 0.0
+
+
+def coalesced_counts(n: int) -> tuple[int, int]:
+    """(requests, 32-byte sectors) that moving one n x n float32 array takes when each warp's request moves 32
+    neighbouring floats of a row (the last of a row fewer): what a coalesced kernel makes, per array."""
+    starts = np.arange(n)[:, None] * n + np.arange(0, n, WARP)[None, :]
+    ends = np.arange(n)[:, None] * n + np.minimum(np.arange(0, n, WARP) + WARP, n)[None, :]
+    return starts.size, int((((ends * 4 - 1) >> 5) - ((starts * 4) >> 5) + 1).sum())
+
+
+def _global_problem(c: Counters, n: int, arrays: int, strided: str) -> str | None:
+    """Why the global requests at n x n are not coalesced (too many requests, or too many sectors: `strided` says
+    what to change), or None: `arrays` arrays are moved."""
+    requests, sectors = (arrays * count for count in coalesced_counts(n))
+    made = c.global_load_requests + c.global_store_requests
+    touched = c.global_load_sectors + c.global_store_sectors
+    if made > SLACK * requests:
+        moved = c.global_load_bytes + c.global_store_bytes
+        return (f"its warps make {made:,} global requests of {moved / made:.0f} bytes each on average, where a "
+                f"coalesced kernel makes {requests:,} of up to 128: each request should move 32 neighbouring floats, "
+                "one for each lane of the warp (not a loop in one lane), and each number once")
+    if touched > SLACK * sectors:
+        return (f"its requests touch {touched:,} sectors of 32 bytes ({touched / made:.2f} a request, up to "
+                f"{c.worst_sectors} in one), where a coalesced kernel touches {sectors:,} (32 neighbouring floats "
+                f"touch 4). {strided}")
+    return None
 
 
 def add_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -104,21 +154,13 @@ def add_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a + b).astype(np.float32)
 
 
-#: Sectors a warp's request for 32 neighbouring floats touches: 128 bytes in 32-byte sectors.
-IDEAL_SECTORS = 4.0
-
-
 @_announced
 def check_coalesced(source: Any) -> Verdict:
-    """The coalescing exercise: add_matrices right on the executor (and a GPU) at n = 50, 64 and one drawn afresh,
-    then at n = 64 every global request must touch IDEAL_SECTORS sectors."""
-    def judge(c: executor.Counters) -> str | None:
-        if c.worst_sectors <= IDEAL_SECTORS:
-            return None
-        return (f"a warp's load or store touches up to {c.worst_sectors} sectors of 32 bytes "
-                f"({c.sectors_per_request:.2f} on average); 32 neighbouring floats touch {IDEAL_SECTORS:g}. Make "
-                "threadIdx.x move along a row (the column index), so that the 32 threads of a warp read 32 "
-                "neighbouring numbers")
+    """The coalescing exercise: add_matrices right on the executor (and a GPU) at n = 64, 50 and one drawn afresh,
+    and at each of them no more global requests and sectors than a coalesced kernel (SLACK)."""
+    def judge(c: Counters, n: int) -> str | None:
+        return _global_problem(c, n, 3, "Make threadIdx.x move along a row (the column index), so that the 32 "
+                                        "threads of a warp read 32 neighbouring numbers")
     return _right_then_counted("coalesced matrix add", source, "add_matrices", "the two index lines",
                                add_reference, 2, judge)
 
@@ -128,22 +170,37 @@ def transpose_reference(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a.T)
 
 
+def _conflict_problem(c: Counters) -> str | None:
+    """Which shared requests (reads, writes) take more than one pass (bank conflicts), and how to remove them."""
+    if c.bank_conflicts == 0:
+        return None
+    slow = [f"{what} take {ways:.2f} passes each" for what, ways in (("reads", c.load_ways), ("writes", _store_ways(c)))
+            if ways > 1]
+    return (f"its shared-memory {' and its '.join(slow)} where 1 would do ({c.bank_conflicts:,} extra passes in all): "
+            "the numbers of one column of the tile share a bank. A row of 32 floats spans the 32 banks once; give "
+            "each row one more float, so that the next row starts one bank later")
+
+
 @_announced
 def check_padded(source: Any) -> Verdict:
-    """The bank-conflict exercise: transpose right on the executor (and a GPU) at n = 50, 64 and one drawn afresh,
-    then at n = 64 every shared-memory request must be served in one pass (1-way: no bank conflict)."""
-    def judge(c: executor.Counters) -> str | None:
+    """The bank-conflict exercise: transpose right on the executor (and a GPU) at n = 64, 50 and one drawn afresh,
+    and at each of them coalesced global requests, a tile written once and read once per warp, and every shared
+    request served in one pass (1-way: no bank conflict)."""
+    def judge(c: Counters, n: int) -> str | None:
         if not c.shared_load_requests:
             return "it reads no shared memory: the exercise is to keep the tile and remove its bank conflicts"
-        if c.worst_sectors > IDEAL_SECTORS:
-            return (f"a warp's load or store touches up to {c.worst_sectors} sectors: the tile is there so that both "
-                    "the read of `in` and the write of `out` take neighbouring numbers (4 sectors); read the tile by "
-                    "columns instead, tile[threadIdx.x][threadIdx.y]")
-        if c.bank_conflicts == 0:
-            return None
-        return (f"its shared-memory reads take {c.load_ways:.2f} passes each where 1 would do ({c.bank_conflicts:,} "
-                "extra passes in all): the numbers of one column of the tile still share a bank. A row of 32 floats "
-                "spans the 32 banks once; give each row one more float, so that the next row starts one bank later")
+        slow = _global_problem(c, n, 2, "The tile is there so that both the read of `in` and the write of `out` take "
+                                        "neighbouring numbers; read the tile by columns instead, "
+                                        "tile[threadIdx.x][threadIdx.y]")
+        if slow:
+            return slow
+        warps = blocks_for(n, WARP) ** 2 * BLOCK[1]
+        shared = c.shared_load_requests + c.shared_store_requests
+        if shared > SLACK * 2 * warps:
+            return (f"its warps make {shared:,} shared-memory requests where {2 * warps:,} would do (each warp writes "
+                    "a row of the tile and reads a column, 32 numbers a request): every lane should move a number, "
+                    "not a loop in one lane")
+        return _conflict_problem(c)
     return _right_then_counted("conflict-free transpose", source, "transpose", "the tile's declaration",
                                transpose_reference, 1, judge)
 
@@ -164,8 +221,12 @@ MIN_BLOCKS = 2
 
 
 def tile_problem(tiles: tuple[int, int, int, int, int], device: str = specs.REFERENCE_GPU) -> str | None:
-    """Why sgemm_2d<BM, BN, BK, TM, TN> cannot run well on `device`, or None: each refusal says what to change."""
-    bm, bn, bk, tm, tn = tiles
+    """Why sgemm_2d<BM, BN, BK, TM, TN> cannot run well on `device`, or None: each refusal says what to change.
+    Tiles that are not five whole numbers are a ValueError."""
+    checked = _tiles(tiles)
+    if isinstance(checked, str):
+        raise ValueError(f"tiles: {checked}")
+    bm, bn, bk, tm, tn = checked
     if bm % tm or bn % tn:
         return f"TM = {tm} must divide BM = {bm} and TN = {tn} must divide BN = {bn}: each thread takes TM x TN of C"
     if make_it_fast.BIG_N % bk or BIG_SIDES % bm or BIG_SIDES % bn:

@@ -364,7 +364,7 @@ def _one_core_flops(budget_s: float) -> tuple[float, str]:
     return best, f"one BLAS thread pinned to {where}, timed by its CPU time"
 
 
-def _cache_file() -> Path | None:
+def cache_file() -> Path | None:
     """Where what earlier runs inferred is kept: $XDG_CACHE_HOME (or ~/.cache)/loops-to-tpus/cpu-peak.json."""
     try:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -375,7 +375,7 @@ def _cache_file() -> Path | None:
 
 def _load_kept() -> dict[str, dict[str, float]]:
     """Every CPU model's kept figures (empty where there is no file or it cannot be read)."""
-    path = _cache_file()
+    path = cache_file()
     try:
         data = json.loads(path.read_text()) if path else {}
     except (OSError, ValueError):
@@ -393,7 +393,7 @@ def _kept(key: str) -> dict[str, float]:
 
 def _keep(key: str, values: dict[str, float]) -> None:
     """Keep this CPU model's figures for later runs (written whole, then renamed; skipped where it cannot be)."""
-    path = _cache_file()
+    path = cache_file()
     if path is None:
         return
     data = _load_kept()
@@ -471,7 +471,7 @@ def _clock_and_matrix_unit(
     floor_hz = per_core / (float(per_cycle.value) * BLAS_BEST_EFFICIENCY)
     needs = (f"{per_core / 1e9:,.1f} GFLOP/s on one core, {per_cycle.source}, needs at least "
              f"{floor_hz / 1e9:.2f} GHz at {BLAS_BEST_EFFICIENCY:.0%} efficiency")
-    path = _cache_file()
+    path = cache_file()
     kept_in = f"kept for this CPU model in {path}" if path else "not kept (no cache directory)"
     margin = f"{INFERRED_MARGIN - 1:.0%}"
     clock, kind = stated if stated else (None, None)

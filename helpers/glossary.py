@@ -9,12 +9,13 @@ keeps docs/glossary.md in step with TERMS. The site builds the page into the boo
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import replace_file
+from .notebook_file import read_notebook
 from .project import CHAPTERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -300,7 +301,7 @@ def chapter_prose(folder: Path = ROOT / "notebooks") -> list[tuple[str, str]]:
     """The chapters' markdown cells in reading order, as (place, source), less each header and learning list."""
     cells = []
     for chapter in CHAPTERS:
-        notebook = json.loads((folder / chapter.file).read_text(encoding="utf-8"))
+        notebook = read_notebook(folder / chapter.file)
         for index, cell in enumerate(notebook["cells"]):
             source = "".join(cell["source"])
             if (cell["cell_type"] == "markdown" and "header" not in cell.get("metadata", {}).get("tags", [])
@@ -328,10 +329,18 @@ def undefined(cells: list[tuple[str, str]]) -> list[str]:
 
 def by_name(name: str) -> Term:
     """The term called `name` (any case), or a ValueError listing the terms there are."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a glossary term's name as a string, such as 'warp'; got {type(name).__name__} "
+                         f"{name!r:.40}")
+    wanted = name.strip().lower() if len(name) <= MAX_NAME else None  # a longer name is no term's: not even read
     for term in TERMS:
-        if term.name.lower() == name.strip().lower() or term.anchor == name.strip().lower():
+        if wanted in (term.name.lower(), term.anchor):
             return term
-    raise ValueError(f"no glossary term {name!r}; the glossary has: {', '.join(t.name for t in TERMS)}")
+    raise ValueError(f"no glossary term {name!r:.60}; the glossary has: {', '.join(t.name for t in TERMS)}")
+
+
+#: The longest name by_name looks up (the longest term's is under 40 characters).
+MAX_NAME = 200
 
 
 def define(name: str) -> None:
@@ -357,7 +366,7 @@ def main(argv: list[str]) -> int:
     if argv:
         print("usage: python -m helpers.glossary   (rewrites docs/glossary.md)", file=sys.stderr)
         return 2
-    PAGE.write_text(page(), encoding="utf-8")
+    replace_file(PAGE, page().encode("utf-8"))  # a link there is replaced, never written through
     print(f"wrote {PAGE.relative_to(ROOT)}: {len(TERMS)} terms")
     return 0
 

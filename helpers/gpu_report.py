@@ -38,7 +38,7 @@ import numpy as np
 
 from . import cuda, host_calls, mandelbrot, mlp, roofline, specs, workloads
 from .backend import backends, to_backend
-from .files import replace_file
+from .files import write_output
 from .hardware import hardware, jax_matmul_roof, where_we_run
 from .limits import TimeLimitExceeded, time_limit
 from .progress import Progress
@@ -918,8 +918,9 @@ def run(sizes: Sizes = CHAPTER_SIZES, budget: float = DEFAULT_BUDGET, progress: 
 
 
 def write(path: str, report: Report) -> None:
-    """The report as JSON at `path`, a new file put in place (a link there is replaced, never written through)."""
-    replace_file(Path(path), report.to_json().encode("utf-8"))
+    """The report as JSON at `path`: a new file put in place (a link there is replaced, never written through), or
+    fed to a named pipe or a device (files.write_output)."""
+    write_output(path, report.to_json())
 
 
 def suggested_name(report: Report) -> str:

@@ -73,10 +73,18 @@ def _announced(check: Callable[P, Verdict]) -> Callable[P, Verdict]:
             verdict = check(*args, **kwargs)
         print(verdict.message)
         if printed.getvalue().strip():
+            lines = printed.getvalue().rstrip().split("\n")
             print("   Printed while the check ran (not by the check):")
-            print("\n".join(f"   | {line}" for line in printed.getvalue().rstrip().split("\n")))
+            print("\n".join(f"   | {line}" for line in lines[:PRINTED_LINES]))
+            if len(lines) > PRINTED_LINES:
+                print(f"   | ... and {len(lines) - PRINTED_LINES:,} more lines, not shown")
         return verdict
     return announced
+
+
+#: The most lines of what was printed while a check ran that its verdict shows (a printf in every thread of every
+#: run would otherwise flood the notebook).
+PRINTED_LINES = 40
 
 
 def _type_name(thing: Any) -> str:

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import compiled, executor, roofline, specs, workloads
-from .cuda import kernel_source
+from .cuda import GPU, kernel_source
 from .executor import Counters
-from .validate import positive_int
+from .validate import positive_int, positive_number
 
 SOURCE = "sgemm.cu"
 #: The template arguments rungs 5 to 7 are instantiated with: BM, BN, BK, TM, TN (the worklogs' 128, 128, 8, 8, 8).
@@ -34,8 +36,25 @@ BIG_N = 4096
 
 
 def template(kernel: str, tiles: Sequence[int] = TILES) -> str:
-    """The name expression of a template kernel of sgemm.cu: 'sgemm_2d<128, 128, 8, 8, 8>'."""
-    return f"{kernel}<{', '.join(str(positive_int('tile', t)) for t in tiles)}>"
+    """The name expression of a template kernel of sgemm.cu: 'sgemm_2d<128, 128, 8, 8, 8>'; a ValueError for a
+    kernel that is not one of its templates, or tiles that are not one whole number for each of its parameters."""
+    parameters = templates()
+    if not isinstance(kernel, str) or kernel not in parameters:
+        raise ValueError(f"kernel must be a template kernel of {SOURCE}: one of {', '.join(parameters)}; got "
+                         f"{kernel!r:.40}")
+    wanted = parameters[kernel]
+    if not isinstance(tiles, tuple | list) or len(tiles) != len(wanted):
+        raise ValueError(f"tiles must be {len(wanted)} whole numbers, {kernel}'s {', '.join(wanted)}; got "
+                         f"{tiles!r:.60}")
+    sizes = (str(positive_int(name, t, "a tile size")) for name, t in zip(wanted, tiles, strict=True))
+    return f"{kernel}<{', '.join(sizes)}>"
+
+
+@cache
+def templates() -> dict[str, tuple[str, ...]]:
+    """The template kernels of sgemm.cu, each with the names of its template parameters."""
+    found = re.findall(r"template\s*<([^>]*)>\s*__global__\s+void\s+(\w+)", kernel_source(SOURCE))
+    return {name: tuple(p.split()[-1] for p in params.split(",")) for params, name in found}
 
 
 @dataclass(frozen=True)
@@ -89,8 +108,8 @@ RUNGS: tuple[Rung, ...] = (
 
 def rung(label: str | int) -> Rung:
     """The rung whose label starts with `label` (1, '1', 'naive', '5 2D'...); a ValueError listing them otherwise."""
-    if isinstance(label, int) and not isinstance(label, bool):
-        label = str(label)
+    if isinstance(label, Integral) and not isinstance(label, bool | np.bool_):
+        label = str(int(label))
     if not isinstance(label, str) or not label.strip():
         found = []
     elif label.strip().isdigit():
@@ -122,8 +141,12 @@ def _program() -> executor.Program:
 def run_on_executor(r: Rung, a: np.ndarray, b: np.ndarray,
                     name_expressions: Sequence[str] = ()) -> tuple[np.ndarray, Counters]:
     """C = A @ B by rung `r` on the CPU executor, and what the launch counted. name_expressions: template
-    instances beyond the ladder's (a tile size of your own)."""
-    n = a.shape[0]
+    instances beyond the ladder's (a tile size of your own). A and B: two n x n float32 NumPy arrays, n at most
+    MAX_COUNT_N."""
+    n = _square_pair(_a_rung(r) and a, b)
+    if type(name_expressions) not in (tuple, list) or not all(type(e) is str for e in name_expressions):
+        raise TypeError(f"name_expressions must be a list of template instances such as {RUNGS[4].kernel!r}; got "
+                        f"{name_expressions!r:.60}")
     grid, block = r.launch(n)
     c = np.zeros((n, n), np.float32)
     program = executor.Program(kernel_source(SOURCE), name_expressions) if name_expressions else _program()
@@ -131,19 +154,54 @@ def run_on_executor(r: Rung, a: np.ndarray, b: np.ndarray,
     return c, launch.counters
 
 
-def counts(label: str | int, n: int = COUNT_N) -> Counters:
-    """What rung `label` does at n x n on the executor (checked against NumPy first: a wrong kernel's counts are
-    worth nothing). At most MAX_COUNT_N: the executor checks every access."""
-    r = rung(label)
+def _a_rung(r: Any) -> Rung:
+    """`r` if it is a Rung; otherwise a TypeError saying how to get one."""
+    if not isinstance(r, Rung):
+        raise TypeError(f"r must be a rung, as make_it_fast.rung(label) gives; got {type(r).__name__} {r!r:.40}")
+    return r
+
+
+def _a_gpu(gpu: Any) -> Any:
+    """`gpu` if it is what h.cuda.gpu() gives; otherwise a TypeError saying so."""
+    if not isinstance(gpu, GPU):
+        raise TypeError(f"gpu must be what h.cuda.gpu() gives; got {type(gpu).__name__} {gpu!r:.40}")
+    return gpu
+
+
+def _square_pair(a: Any, b: Any) -> int:
+    """n, for two n x n float32 NumPy arrays of which the executor can run a product; a ValueError otherwise."""
+    shapes = [getattr(x, "shape", None) for x in (a, b)]
+    if not all(type(x) is np.ndarray and x.dtype == np.float32 for x in (a, b)) or len(shapes[0]) != 2 \
+            or shapes[0][0] != shapes[0][1] or shapes[1] != shapes[0] or not shapes[0][0]:
+        raise ValueError(f"a and b must be two n x n float32 NumPy arrays (the rungs multiply square matrices of one "
+                         f"size); got {_described(a)} and {_described(b)}")
+    return _count_size(shapes[0][0])
+
+
+def _described(x: Any) -> str:
+    """'float64 array of shape (2, 3)', or the type's name."""
+    return f"{x.dtype} array of shape {x.shape}" if type(x) is np.ndarray else type(x).__name__
+
+
+def _count_size(n: Any) -> int:
+    """`n` if the executor can run a product of that side (1 to MAX_COUNT_N); a ValueError otherwise."""
     n = positive_int("n", n)
     if n > MAX_COUNT_N:
         raise ValueError(f"n = {n:,}: the CPU executor counts at most n = {MAX_COUNT_N} (it checks every access of "
                          f"every thread); the counts per multiply-add are the same at {COUNT_N}")
+    return n
+
+
+def counts(label: str | int, n: int = COUNT_N) -> Counters:
+    """What rung `label` does at n x n on the executor (checked against NumPy first: a wrong kernel's counts are
+    worth nothing). At most MAX_COUNT_N: the executor checks every access."""
+    r = rung(label)
+    n = _count_size(n)
     r.launch(n)  # a size the rung cannot run is refused here, by name
     return _counts(r.label, n)
 
 
-#: The largest n counts() runs: 256³ multiply-adds take the executor a few seconds a rung.
+#: The largest n counts() and run_on_executor run: 256³ multiply-adds take the executor a few seconds a rung.
 MAX_COUNT_N = 256
 
 
@@ -162,7 +220,10 @@ def work(r: Rung, counted: Counters, device: specs.DeviceSpec | str, n: int = BI
     """What rung `r` does at n x n on `device`: the executor's counts at `counted_at`, scaled (n³ for loads,
     shared passes and FLOPs, n² for stores), the DRAM bytes of the cache model, and what the compiler made of it
     (`made`, as compile_rung gives it; by default the stored facts for the device's architecture, if any)."""
-    r.launch(positive_int("n", n))  # a size the rung cannot run has no time
+    _a_rung(r).launch(positive_int("n", n))  # a size the rung cannot run has no time
+    if not isinstance(counted, Counters):
+        raise TypeError(f"counted must be a rung's Counters, as make_it_fast.counts(label) gives; got "
+                        f"{type(counted).__name__}")
     grow, spread = (n / positive_int("counted_at", counted_at)) ** 3, (n / counted_at) ** 2
     c = counted
     spec = roofline.published_spec(device)
@@ -321,7 +382,7 @@ def predict(label: str, device: specs.DeviceSpec | str, n: int = BIG_N) -> roofl
 def chapter_gpu(gpu: Any) -> Any:
     """h.cuda.gpu() with device_spec's spec: its predictions, and the label they are printed under, are for the card
     the model can describe (the T4 where it knows nothing of the card here; the note then says so)."""
-    device = device_spec(gpu)
+    device = device_spec(_a_gpu(gpu))
     return dataclasses.replace(gpu, spec=device, own_specs=gpu.own_specs and device.name == gpu.spec.name)
 
 
@@ -329,7 +390,7 @@ def device_spec(gpu: Any) -> specs.DeviceSpec:
     """The spec chapter 07 predicts for: the GPU here (h.cuda.gpu()) with the SM count and compute capability its
     driver reports, when its published specs are on file and the model knows its SMs; otherwise the T4's."""
     reference = specs.get(specs.REFERENCE_GPU)
-    if not gpu.here or not gpu.own_specs:
+    if not _a_gpu(gpu).here or not gpu.own_specs:
         return reference
     import cupy
 
@@ -342,8 +403,12 @@ def device_spec(gpu: Any) -> specs.DeviceSpec:
 
 
 def gflops(n: int, seconds: float) -> float:
-    """GFLOP/s of an n x n x n matmul done in `seconds`."""
-    return workloads.matmul_flops(n) / seconds / 1e9
+    """GFLOP/s of an n x n x n matmul done in `seconds` (a positive, finite time)."""
+    rate = workloads.matmul_flops(n) / positive_number("seconds", seconds, "the time the matmul took") / 1e9
+    if not math.isfinite(rate):
+        raise ValueError(f"seconds must be a positive, finite number (the time the matmul took), got {seconds!r:.40}: "
+                         "too small for any rate")
+    return rate
 
 
 @dataclass(frozen=True)
@@ -368,6 +433,10 @@ def table(device: specs.DeviceSpec | str, n: int = BIG_N) -> list[Row]:
 
 def show_table(rows: Sequence[Row], n: int = BIG_N) -> None:
     """Print the counters table: one line per rung."""
+    if type(rows) not in (list, tuple) or not all(isinstance(row, Row) for row in rows):
+        raise TypeError(f"rows must be the list make_it_fast.table(device) gives; got {type(rows).__name__} "
+                        f"{rows!r:.40}")
+    n = positive_int("n", n)
     head = (f"{'rung':<22}{'sectors/load':>13}{'bank ways':>10}{'FLOP/B':>10}{'outputs':>8}{'threads':>8}"
             f"{'shared B':>9}{'warps/SM':>9}{'bound by':>15}{'GFLOP/s':>9}")
     print(head)
@@ -387,13 +456,13 @@ def gpu_kernels(cupy: Any) -> dict[str, Any]:
 
 def measure(gpu: Any, r: Rung, n: int, kernel: Any) -> Any:
     """Rung `r` at n x n timed on the GPU (h.benchmark, synchronised) on fresh random inputs; None without one."""
-    if not gpu.here:
+    grid, block = _a_rung(r).launch(n)  # a size the rung cannot run is refused with or without a GPU
+    if not _a_gpu(gpu).here:
         return None
     import cupy
 
     a, b = workloads.make_inputs("matmul", n, "float32", "cupy")
     c = cupy.empty((n, n), dtype=cupy.float32)
-    grid, block = r.launch(n)
     return gpu.measure(lambda: kernel(grid, block, (a, b, c, np.int32(n))), flops=workloads.matmul_flops(n),
                        label=r.label)
 

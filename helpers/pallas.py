@@ -563,7 +563,7 @@ def check_blocks(choice: Any, m: int = 4096, k: int = 4096, n: int = 4096, devic
                            f"{budget() / 2**20:.0f} MiB of the guide's largest blocks {GUIDE_BLOCKS}, which compiled "
                            "within the default scoped VMEM limit (a kernel may raise it: compiler_params="
                            "h.pallas.tpu_params(vmem_limit_bytes=...), up to the 128 MiB a core has)")
-    best = sweep(m, k, n, device)[0]
+    best = next(iter(sweep(m, k, n, device)), mine)  # none of SIDES fits a matrix smaller than them all
     if mine.seconds(device) > best.seconds(device) * 1.001:
         return _say(False, f"❌ {what}: predicted {mine.seconds(device) * 1e3:.3g} ms ({mine.steps:,} steps); "
                            f"{best.bm} x {best.bk} x {best.bn} is predicted {best.seconds(device) * 1e3:.3g} ms "

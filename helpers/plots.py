@@ -551,6 +551,20 @@ __all__ = ["gflops_bars", "gflops_by_size", "power_label", "roofline", "scaling"
 # Chapter 07: a ladder of kernels on one roofline.
 
 
+def _positive(value: Any) -> bool:
+    """Whether `value` is a finite real number above zero (not a bool), a point a log axis can draw."""
+    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _check_ladder(points: Any) -> None:
+    """A ValueError unless `points` lists kernel_ladder's points: (label, intensity, predicted, measured or None)."""
+    if not isinstance(points, Sequence) or isinstance(points, str) or not points or not all(
+            isinstance(p, Sequence) and len(p) == 4 and isinstance(p[0], str) and _positive(p[1]) and _positive(p[2])
+            and (p[3] is None or _positive(p[3])) for p in points):
+        raise ValueError("points must list at least one (label, intensity, predicted FLOP/s, measured FLOP/s or "
+                         f"None), the label a string and the numbers finite and above zero; got {points!r:.80}")
+
+
 def kernel_ladder(device: Device, points: Sequence[tuple[str, float, float, float | None]],
                   title: str | None = None) -> go.Figure:
     """Kernels on the device's float32 roofline: each at its FLOPs per DRAM byte, hollow at its predicted rate and,
@@ -558,8 +572,7 @@ def kernel_ladder(device: Device, points: Sequence[tuple[str, float, float, floa
     FLOP/s or None). Far below the roofs means another unit (shared memory, the L1, issue) sets the speed."""
     full = roofs(device)
     r = dataclasses.replace(full, compute=(full.roof("float32"),))
-    if not points:
-        raise ValueError("points must list at least one (label, intensity, predicted FLOP/s, measured or None)")
+    _check_ladder(points)
     ridges = [r.compute[0].flops / r.bandwidth]
     xs = ridges + [p[1] for p in points]
     x_range = min(xs) / 10, max(xs) * 10

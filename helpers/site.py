@@ -10,6 +10,7 @@ refuses to write into the repository's own folders.
 from __future__ import annotations
 
 import json
+import os
 import re
 from html import escape
 from pathlib import Path
@@ -23,7 +24,8 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 from . import glossary, records
 from .files import OutputError as ClassroomError
-from .files import output_folder, replace_file
+from .files import output_folder, read_small_file, replace_file
+from .notebook_file import NotebookFileError, read_notebook
 from .project import CHAPTERS
 from .upkeep import PLOTLY
 
@@ -144,8 +146,12 @@ def interactive(nb: Any, prefix: str) -> int:
 
 
 def chapter_html(path: Path, index: int) -> str:
-    """One chapter as a page of the book; ClassroomError, naming the chapter and the TeX, for math it cannot draw."""
-    nb = nbformat.read(path, as_version=4)
+    """One chapter as a page of the book; ClassroomError, naming the chapter and what is wrong, for a malformed
+    file or math it cannot draw."""
+    try:
+        nb = read_notebook(path)
+    except NotebookFileError as exc:
+        raise ClassroomError(f"cannot make a page of {exc}") from None
     interactive(nb, path.stem)
     try:
         body = _export(nb, CHAPTERS[index].title, draw_math=True)
@@ -287,6 +293,19 @@ def recorded_index(latest: dict[str, records.Run]) -> str:
            f"{items}</ul>"
 
 
+def _guide() -> str:
+    """The teacher guide's Markdown; a ClassroomError, one line, when it is not UTF-8 text it can read."""
+    try:
+        return read_small_file(GUIDE, MAX_GUIDE_BYTES, "the guide is a file of its own", "the guide may have",
+                               follow_links=False).decode("utf-8")
+    except ValueError as exc:  # not a regular file, too large, or not UTF-8 (a UnicodeDecodeError)
+        raise ClassroomError(f"cannot make a page of {GUIDE}: {exc}") from None
+
+
+#: The most bytes the teacher guide may have (it is about 60 KB).
+MAX_GUIDE_BYTES = 10 * 2**20
+
+
 def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS, runs: Path = records.RUNS) -> list[Path]:
     """Write the book into `folder`; returns the files written. Refuses the repository's own folders, and a
     folder that is not empty unless `force`; a link in `folder` where a page goes is replaced, never followed.
@@ -294,24 +313,22 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS, run
     import plotly
 
     folder = Path(folder)
-    missing = [c.file for c in CHAPTERS if not (source / c.file).is_file()]
+    missing = [c.file for c in CHAPTERS if not os.path.lexists(source / c.file)]
     if missing or not GUIDE.is_file():
         raise ClassroomError(f"not found: {', '.join(missing) or GUIDE} (run this in a clone of the repository)")
-    output_folder(folder, force, ROOT, f"inside the repository ({ROOT})", "the site")
-    written = [folder / "plotly.min.js"]
-    replace_file(written[0], (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
+    output_folder(folder, force, {ROOT: f"inside the repository ({ROOT})"}, "the site")
     try:
         latest = {c.file: run for c in CHAPTERS if c.uses and (run := records.latest(c.file, runs)) is not None}
     except ValueError as exc:  # a run.json that is not one
         raise ClassroomError(str(exc)) from None
-    for index, chapter in enumerate(CHAPTERS):
-        written.append(folder / _page(chapter.file))
-        page = _linked(chapter_html(source / chapter.file, index), chapter.file, latest)
-        replace_file(written[-1], page.encode("utf-8"))
+    pages = {_page(chapter.file): _linked(chapter_html(source / chapter.file, index), chapter.file, latest)
+             for index, chapter in enumerate(CHAPTERS)}  # every chapter read and drawn before the first is written
+    pages |= {"index.html": index_html(recorded_index(latest)), "teaching.html": guide_html(_guide()),
+              "glossary.html": glossary_html()}
+    written = [folder / "plotly.min.js"]
+    replace_file(written[0], (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
     written += _recorded_pages(folder, latest)
-    pages = (("index.html", index_html(recorded_index(latest))),
-             ("teaching.html", guide_html(GUIDE.read_text("utf-8"))), ("glossary.html", glossary_html()))
-    for name, html in pages:
+    for name, html in pages.items():
         written.append(folder / name)
         replace_file(written[-1], html.encode("utf-8"))
     return written

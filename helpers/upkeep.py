@@ -18,6 +18,7 @@ import base64
 import copy
 import hashlib
 import json
+import os
 import re
 import sys
 import time
@@ -35,6 +36,8 @@ from nbclient.util import run_sync
 from nbformat import NotebookNode
 
 from . import project
+from .files import replace_file
+from .notebook_file import NotebookFileError, read_notebook, read_notebook_text
 from .timing import BusyMachineWarning, NoisyTimingWarning
 
 #: The repository root; main() works on the notebooks and README.md under it.
@@ -226,11 +229,6 @@ def synced_readme(text: str) -> str | None:
     return pattern.sub(lambda _: f"{MAP_START}\n{chapter_map()}\n{MAP_END}", text, count=1)
 
 
-def _read(path: Path) -> tuple[str, NotebookNode]:
-    text = path.read_text(encoding="utf-8")
-    return text, nbformat.reads(text, as_version=4)
-
-
 def _difference(nb: NotebookNode, want: NotebookNode) -> str:
     """Which parts of `nb` differ from what sync would write, in words."""
     parts = [f"{role} cell" for position, role in enumerate(ROLES)
@@ -257,13 +255,13 @@ def problems(root: Path) -> list[str]:
     found = []
     for number, chapter in enumerate(project.CHAPTERS):
         path = root / "notebooks" / chapter.file
-        if not path.exists():
+        if not os.path.lexists(path):
             found.append(f"notebooks/{chapter.file}: missing (listed in helpers/project.py CHAPTERS)")
             continue
         try:
-            text, nb = _read(path)
-        except ValueError as exc:
-            found.append(f"notebooks/{chapter.file}: unreadable: {exc}")
+            text, nb = read_notebook_text(path)
+        except NotebookFileError as exc:
+            found.append(f"notebooks/{chapter.file}: unreadable: {exc.problem}")
             continue
         want = synced(nb, number, chapter)
         if dumps(want) != text:
@@ -284,7 +282,7 @@ def _sync_readme(root: Path) -> tuple[bool, bool]:
         print(_readme_problem(root))
         return False, False
     if want != text:
-        readme.write_text(want, encoding="utf-8")
+        replace_file(readme, want.encode("utf-8"))
         print("updated README.md")
     return True, want != text
 
@@ -295,15 +293,15 @@ def sync(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
     for number, chapter in chapters:
         path = root / "notebooks" / chapter.file
         try:
-            text, nb = _read(path) if path.exists() else (None, nbformat.v4.new_notebook())
-        except ValueError as exc:
-            print(f"notebooks/{chapter.file}: unreadable, left alone: {exc}")
+            text, nb = read_notebook_text(path) if os.path.lexists(path) else (None, nbformat.v4.new_notebook())
+        except NotebookFileError as exc:
+            print(f"notebooks/{chapter.file}: unreadable, left alone: {exc.problem}")
             ok = False
             continue
         new = dumps(synced(nb, number, chapter))
         if new != text:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(new, encoding="utf-8")
+            replace_file(path, new.encode("utf-8"))
             print(f"{'updated' if text is not None else 'created'} notebooks/{chapter.file}")
             changed = True
     if ok and not changed:
@@ -431,7 +429,7 @@ def _quiet_run(path: Path, number: int, chapter: project.Chapter, root: Path) ->
     """The chapter run top to bottom, again until no timing is disturbed, RUNS times at most: the last run, and
     the cells of its disturbed timings (none when it was quiet)."""
     for _ in range(RUNS):
-        done = run_notebook(synced(_read(path)[1], number, chapter), root / "notebooks",
+        done = run_notebook(synced(read_notebook(path), number, chapter), root / "notebooks",
                             kernel=kernel_spec(sys.executable, env={project.STATIC_ENV: "1"}))
         noisy = noisy_timings(done)
         if not noisy:
@@ -442,14 +440,14 @@ def _quiet_run(path: Path, number: int, chapter: project.Chapter, root: Path) ->
 def _execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path, ok: bool) -> int:
     for number, chapter in chapters:
         path = root / "notebooks" / chapter.file
-        if not path.exists():
+        if not os.path.lexists(path):
             print(f"notebooks/{chapter.file}: missing, nothing to execute (sync creates a skeleton)")
             ok = False
             continue
         start = time.perf_counter()
         try:
             done, noisy = _quiet_run(path, number, chapter, root)
-        except (CellFailed, ValueError) as exc:  # ValueError: the file is not a notebook
+        except (CellFailed, NotebookFileError) as exc:
             print(f"notebooks/{chapter.file}: {exc}; file left unchanged")
             ok = False
             continue
@@ -464,7 +462,7 @@ def _execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path, ok: bo
         except StaticImagesUnavailable as exc:
             print(f"notebooks/{chapter.file}: {exc}; file left unchanged")
             return 1
-        path.write_text(dumps(synced(done, number, chapter)), encoding="utf-8")
+        replace_file(path, dumps(synced(done, number, chapter)).encode("utf-8"))
         print(f"notebooks/{chapter.file}: executed in {time.perf_counter() - start:.1f} s, {images} static images")
     return 0 if ok else 1
 

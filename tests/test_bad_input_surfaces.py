@@ -29,9 +29,23 @@ from test_bad_input import (
     assert_result_or_clear_error,
     draw_one_bad_argument,
 )
+from test_counter_checks import ADD_SOLUTION, TRANSPOSE_SOLUTION
 from test_cuda import SCALE, SILU, _solution
 
-from helpers import choosing, classroom, cuda, executor, kernel_checks, pallas, roofline, specs
+from helpers import (
+    choosing,
+    classroom,
+    counter_checks,
+    cuda,
+    executor,
+    glossary,
+    kernel_checks,
+    make_it_fast,
+    pallas,
+    plots,
+    roofline,
+    specs,
+)
 from helpers.__main__ import main
 from helpers.checks import Verdict
 from helpers.executor import cupy_cpu
@@ -143,6 +157,33 @@ SURFACES = [
                                  "device": "TPU v5e"}, bad={"device": ("NVIDIA T4", "x" * 10**4)}),
     Public(pallas.figure, {"choices": pallas.sweep(1024, 1024, 1024, sides=(256, 512)), "device": "TPU v5e",
                            "marked": None}, bad={"choices": ([None], ["x"], "blocks"), "marked": ((512, 1024, 1024),)}),
+    # ---------------------------------------------------------------- chapter 07: the ladder and its checks
+    Public(make_it_fast.rung, {"label": 2}, {"label": "rung"}, {"label": (np.int64(9), "2 coalesced x", 2.0)}),
+    Public(make_it_fast.kernel_text, {"label": "5"}, {"label": "rung"}),
+    Public(make_it_fast.template, {"kernel": "sgemm_2d", "tiles": (128, 128, 8, 8, 8)}, {"tiles": "tile"},
+           {"kernel": ("sgemm_naive", "sgemm_2d<1>"), "tiles": ((128, 128), (128, 128, 0, 8, 8), "12345")}),
+    Public(make_it_fast.gflops, {"n": 4096, "seconds": 0.01}),
+    Public(make_it_fast.counts, {"label": 2, "n": 128}, {"label": "rung"}, {"n": (257, np.int64(-3), 32)}),
+    Public(make_it_fast.run_on_executor, {"r": make_it_fast.rung(2), "a": np.ones((32, 32), np.float32),
+                                          "b": np.ones((32, 32), np.float32), "name_expressions": ()},
+           {"a": "a and b", "b": "a and b"},
+           {"a": (np.ones((32, 64), np.float32), np.ones((32, 32)), np.array(1.0, np.float32),
+                  np.ones((512, 512), np.float32)),
+            "name_expressions": (5, "sgemm_2d<1>", [5])}),
+    Public(make_it_fast.work, {"r": make_it_fast.rung(5), "counted": make_it_fast.counts(5), "device": "NVIDIA T4",
+                               "n": 4096, "counted_at": 128}),
+    Public(make_it_fast.predict, {"label": "2", "device": "NVIDIA T4", "n": 4096}, {"label": "rung"}),
+    Public(make_it_fast.table, {"device": "NVIDIA T4", "n": 4096}),
+    Public(make_it_fast.show_table, {"rows": make_it_fast.table("NVIDIA T4"), "n": 4096}),
+    Public(make_it_fast.chapter_gpu, {"gpu": cuda.gpu()}),
+    Public(make_it_fast.measure, {"gpu": cuda.gpu(), "r": make_it_fast.rung(2), "n": 64, "kernel": None}),
+    Public(plots.kernel_ladder, {"device": "NVIDIA T4", "points": [("1 naive", 0.5, 1e11, None)]},
+           bad={"points": ([("a", -1.0, 1e11, None)], [("a", 1.0, math.nan, None)], [("a", 1.0)], [(1, 2, 3, 4, 5)],
+                           [("a", 1.0, 1e11, "fast")])}),
+    Public(counter_checks.tile_problem, {"tiles": (128, 128, 8, 8, 8), "device": "NVIDIA T4"},
+           bad={"tiles": ((128, 128, 8, 8), (0, 128, 8, 8, 8), (128.0, 128, 8, 8, 8))}),
+    Public(glossary.define, {"name": "warp"}, {"name": "glossary term"},
+           bad={"name": ("x" * 10**7, ["warp"], "no such term")}),
 ]
 
 
@@ -173,11 +214,14 @@ NOT_KERNELS = st.one_of(BAD, st.sampled_from([
     '#include "/etc/passwd"\n' + SCALE, "extern \"C\" __global__ void scale(", "int main() { return 0; }",
     cuda.Elementwise("float32 x", "float32 y", "y = x", "silu"),
     cuda.Elementwise("float32 x", "float32 y", "y = undeclared", "s"),
-    cuda.Elementwise("float32 x, float32 z", "float32 y", "y = x", "s"), np.float32(1.0), print]))
+    cuda.Elementwise("float32 x, float32 z", "float32 y", "y = x", "s"), np.float32(1.0), print,
+    ADD_SOLUTION, TRANSPOSE_SOLUTION]))
 CHECKERS = {kernel_checks.check_silu: {"n": 40}, kernel_checks.check_scale: {"n": 40, "threads": 32},
-            kernel_checks.check_tiled_matmul: {"shape": (17, 18, 19)}}
+            kernel_checks.check_tiled_matmul: {"shape": (17, 18, 19)}, counter_checks.check_coalesced: {},
+            counter_checks.check_padded: {}}
 #: The one kernel each checker should pass.
-RIGHT = {kernel_checks.check_silu: SILU, kernel_checks.check_scale: SCALE, kernel_checks.check_tiled_matmul: MATMUL}
+RIGHT = {kernel_checks.check_silu: SILU, kernel_checks.check_scale: SCALE, kernel_checks.check_tiled_matmul: MATMUL,
+         counter_checks.check_coalesced: ADD_SOLUTION, counter_checks.check_padded: TRANSPOSE_SOLUTION}
 
 
 @pytest.mark.parametrize("check", CHECKERS, ids=lambda check: check.__name__)

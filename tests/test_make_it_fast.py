@@ -146,7 +146,9 @@ def test_the_shipped_source_passes_through_the_same_harness(ship) -> None:
 
 
 def test_a_template_instance_the_source_lacks_is_refused_naming_its_templates() -> None:
-    r = dataclasses.replace(make_it_fast.rung("5"), kernel=make_it_fast.template("sgemm_nope"))
+    with pytest.raises(ValueError, match="one of sgemm_2d, sgemm_vectorized, sgemm_conflict_free; got 'sgemm_nope'"):
+        make_it_fast.template("sgemm_nope")
+    r = dataclasses.replace(make_it_fast.rung("5"), kernel="sgemm_nope<128, 128, 8, 8, 8>")
     a, b = workloads.make_inputs("matmul", 128, "float32", "numpy")
     with pytest.raises(executor.CudaCError, match="its templates: sgemm_2d, sgemm_vectorized, sgemm_conflict_free"):
         make_it_fast.run_on_executor(r, a, b, name_expressions=(r.kernel,))
@@ -160,7 +162,7 @@ def test_a_template_instance_of_other_tiles_runs_right() -> None:
     a, b = workloads.make_inputs("matmul", 64, "float32", "numpy")
     c, counted = make_it_fast.run_on_executor(r, a, b, name_expressions=(kernel,))
     assert _right(c, a, b) and counted.threads_per_block == 256 and counted.bank_conflicts == 0
-    with pytest.raises(ValueError, match="tile must be a positive integer"):
+    with pytest.raises(ValueError, match="BM must be a positive integer"):
         make_it_fast.template("sgemm_2d", (True, 128, 8, 8, 8))
 
 
