@@ -32,8 +32,8 @@ __all__ = [
 #: import (seconds on a small machine) and the command line never needs them.
 _LAZY = ("asynchrony", "checks", "choosing", "counter_checks", "cpu", "cuda", "evidence", "glossary", "grid",
          "kernel_checks", "lessons", "make_it_fast", "mandelbrot", "mlp", "nvrtc", "pallas", "plots", "precision",
-         "project", "roofline", "sharding", "specs", "systolic", "tensor_cores", "threads", "training", "widgets",
-         "workloads")
+         "project", "roofline", "sharding", "specs", "systolic", "tensor_checks", "tensor_cores", "threads", "training",
+         "widgets", "workloads")
 
 
 def __getattr__(name: str) -> object:

@@ -180,6 +180,14 @@ TERMS: tuple[Term, ...] = (
          "datacentre GPUs and TPUs (TB/s)."),
     Term("tensor core", (r"(?i)\btensor cores?\b",), "A GPU unit that multiplies small matrix tiles in one step, "
          "in reduced precision (FP16, bf16, TF32)."),
+    Term("fp16", (r"\bfp16\b", r"\bFP16\b", r"(?i)\bhalf precision\b"), "IEEE half precision (float16, CUDA's "
+         "`half`): 16 bits, 11 significant bits (about 3 digits), largest finite number 65,504; what a T4's tensor "
+         "cores multiply."),
+    Term("WMMA", (r"\bWMMA\b",), "Warp matrix multiply-accumulate (`nvcuda::wmma`, `#include <mma.h>`): CUDA C++'s "
+         "way to the tensor cores, in which the 32 threads of a warp load, multiply and store 16 x 16 tiles "
+         "together."),
+    Term("fragment", (r"(?i)\bfragments?\b",), "A WMMA tile (16 x 16 for fp16) held in the registers of a warp's "
+         "32 threads, each holding a few of its elements in an order CUDA leaves unspecified."),
     Term("stream", (r"\bstreams?\b",), "A queue of GPU work that runs in order; work in different streams may "
          "overlap, such as a copy beside a kernel."),
     Term("CUDA event", (r"(?i)\bCUDA events?\b", r"\bcudaEvent"), "A marker put in a stream; the GPU records when "

@@ -908,7 +908,7 @@ def tensor_rate(device: Device, dtype: str = "float16") -> float:
     spec, _ = _gpu_spec(device)
     key = "float16" if dtype == "float16_acc16" and dtype not in spec.peak_flops else dtype
     if key not in ("float16", "float16_acc16", "bfloat16") or key not in spec.peak_flops:
-        raise ValueError(f"{spec.name}: no tensor-core roof for {dtype!r} on file (its roofs: "
+        raise ValueError(f"{spec.name}: no tensor-core roof for dtype {dtype!r:.40} on file (its roofs: "
                          f"{', '.join(spec.peak_flops)}); tensor kernels run 'float16', 'float16_acc16' or 'bfloat16'")
     return spec.peak_flops[key] * held_share(spec)
 

@@ -31,6 +31,7 @@ from test_bad_input import (
 )
 from test_counter_checks import ADD_SOLUTION, TRANSPOSE_SOLUTION
 from test_cuda import SCALE, SILU, _solution
+from test_tensor_cores import SOLUTION as WMMA_SOLUTION
 
 from helpers import (
     choosing,
@@ -45,6 +46,8 @@ from helpers import (
     plots,
     roofline,
     specs,
+    tensor_checks,
+    tensor_cores,
 )
 from helpers.__main__ import main
 from helpers.checks import Verdict
@@ -177,6 +180,13 @@ SURFACES = [
     Public(make_it_fast.show_table, {"rows": make_it_fast.table("NVIDIA T4"), "n": 4096}),
     Public(make_it_fast.chapter_gpu, {"gpu": cuda.gpu()}),
     Public(make_it_fast.measure, {"gpu": cuda.gpu(), "r": make_it_fast.rung(2), "n": 64, "kernel": None}),
+    Public(tensor_cores.rung, {"label": 8}, {"label": "tensor rung"}, {"label": (np.int64(7), "8 tensor x", 8.0)}),
+    Public(tensor_cores.kernel_text, {"label": "9"}, {"label": "tensor rung"}),
+    Public(tensor_cores.counts, {"label": 8, "n": 64}, {"label": "tensor rung"}, {"n": (257, np.int64(-3), 100)}),
+    Public(tensor_cores.predict, {"label": "9", "device": "NVIDIA T4", "n": 4096}, {"label": "tensor rung"}),
+    Public(tensor_cores.predict_cublas, {"device": "NVIDIA T4", "n": 4096}),
+    Public(roofline.tensor_rate, {"device": "NVIDIA T4", "dtype": "float16"},
+           bad={"dtype": ("bfloat16", "float32", "fp16")}),
     Public(plots.kernel_ladder, {"device": "NVIDIA T4", "points": [("1 naive", 0.5, 1e11, None)]},
            bad={"points": ([("a", -1.0, 1e11, None)], [("a", 1.0, math.nan, None)], [("a", 1.0)], [(1, 2, 3, 4, 5)],
                            [("a", 1.0, 1e11, "fast")])}),
@@ -215,13 +225,14 @@ NOT_KERNELS = st.one_of(BAD, st.sampled_from([
     cuda.Elementwise("float32 x", "float32 y", "y = x", "silu"),
     cuda.Elementwise("float32 x", "float32 y", "y = undeclared", "s"),
     cuda.Elementwise("float32 x, float32 z", "float32 y", "y = x", "s"), np.float32(1.0), print,
-    ADD_SOLUTION, TRANSPOSE_SOLUTION]))
+    ADD_SOLUTION, TRANSPOSE_SOLUTION, WMMA_SOLUTION]))
 CHECKERS = {kernel_checks.check_silu: {"n": 40}, kernel_checks.check_scale: {"n": 40, "threads": 32},
             kernel_checks.check_tiled_matmul: {"shape": (17, 18, 19)}, counter_checks.check_coalesced: {},
-            counter_checks.check_padded: {}}
+            counter_checks.check_padded: {}, tensor_checks.check_wmma_tile: {}}
 #: The one kernel each checker should pass.
 RIGHT = {kernel_checks.check_silu: SILU, kernel_checks.check_scale: SCALE, kernel_checks.check_tiled_matmul: MATMUL,
-         counter_checks.check_coalesced: ADD_SOLUTION, counter_checks.check_padded: TRANSPOSE_SOLUTION}
+         counter_checks.check_coalesced: ADD_SOLUTION, counter_checks.check_padded: TRANSPOSE_SOLUTION,
+         tensor_checks.check_wmma_tile: WMMA_SOLUTION}
 
 
 @pytest.mark.parametrize("check", CHECKERS, ids=lambda check: check.__name__)

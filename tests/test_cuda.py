@@ -25,9 +25,10 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent
 
 
 def test_the_kernel_files_are_shipped_and_readable() -> None:
-    assert cuda.kernel_files() == ["mandelbrot.cu", "matmul.cu", "reduce_sum.cu", "sgemm.cu", "vector_add.cu"]
+    assert cuda.kernel_files() == ["hgemm.cu", "mandelbrot.cu", "matmul.cu", "reduce_sum.cu", "sgemm.cu",
+                                   "vector_add.cu"]
     assert "vector_add_grid_stride" in cuda.kernel_source("vector_add.cu")
-    with pytest.raises(FileNotFoundError, match="the files are mandelbrot.cu, matmul.cu"):
+    with pytest.raises(FileNotFoundError, match="the files are hgemm.cu, mandelbrot.cu, matmul.cu"):
         cuda.kernel_source("nope.cu")
     assert cuda.show("matmul.cu").data.startswith("```cuda\n// C = A @ B")
 

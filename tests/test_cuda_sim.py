@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import python_only
 
-from helpers import cuda, make_it_fast
+from helpers import cuda, make_it_fast, tensor_cores
 from helpers.executor import Counters, CudaCError, KernelFault, Program, UnsupportedSyntax, cupy_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,6 +132,24 @@ def run_sgemm(src: str, name: str, n: int, launch=executor_launch) -> None:
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
 
 
+def run_hgemm(src: str, name: str, n: int = 64, launch=executor_launch) -> None:
+    """One of hgemm.cu's tensor-core rungs (chapter 07), fp16 in, float32 sums, launched as helpers.tensor_cores
+    launches it: within float32 rounding of the exact product of the fp16 inputs."""
+    grid, block = next(r for r in tensor_cores.RUNGS if r.kernel == name).launch(n)
+    a, b = tensor_cores.inputs(n, seed=1)
+    c = np.full((n, n), np.nan, np.float32)
+    launch(src, name, grid, block, (a, b, c, np.int32(n)))
+    assert tensor_cores.agrees(c, a, b)
+
+
+def run_wmma_tile(src: str, n: int = 32, launch=executor_launch) -> None:
+    """Chapter 07's tensor-core exercise: a warp (one block) per 16 x 16 tile of C, fp16 in, float32 sums."""
+    a, b = tensor_cores.inputs(n, seed=2)
+    c = np.full((n, n), np.nan, np.float32)
+    launch(src, "wmma_tile", (n // 16, n // 16), (32, 1), (a, b, c, np.int32(n)))
+    assert tensor_cores.agrees(c, a, b)
+
+
 def run_add_matrices(src: str, n: int = 64, launch=executor_launch) -> None:
     """Chapter 07's first exercise: C = A + B, and on the executor coalesced (4 sectors a request, as the check
     asks): its strided starting point is right but not yet fast."""
@@ -174,6 +192,8 @@ RUNS = {
     "sgemm_1d": lambda src, **kw: run_sgemm(src, "sgemm_1d", 128, **kw),
     "add_matrices": run_add_matrices,
     "transpose": run_transpose,
+    "hgemm_wmma": lambda src, **kw: run_hgemm(src, "hgemm_wmma", **kw),
+    "wmma_tile": run_wmma_tile,
 }
 
 

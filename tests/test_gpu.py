@@ -29,6 +29,8 @@ from helpers import (
     project,
     roofline,
     specs,
+    tensor_checks,
+    tensor_cores,
     workloads,
 )
 
@@ -163,6 +165,32 @@ def test_every_rung_of_the_ladder_is_right_and_beside_its_prediction_on_the_gpu(
     outside = {label: ratio for label, ratio in ratios.items()
                if label not in KNOWN_GAPS and not 1 / FACTOR <= ratio <= FACTOR}
     assert not outside, outside
+
+
+def test_the_tensor_core_rungs_are_right_and_beside_cublas_fp16_on_the_gpu(capsys):
+    """Chapter 07's rungs 8 and 9 at 4096 on this GPU: a corner against the exact product of the fp16 inputs (to
+    float32 sums), then timed beside their predictions and beside cuBLAS's fp16 product (cupy.matmul on float16),
+    each ratio printed and held to FACTOR; the exercise's solution passes its check here too."""
+    from test_tensor_cores import SOLUTION
+
+    cupy, gpu = cuda.cupy(), cuda.gpu()
+    spec, n = make_it_fast.device_spec(gpu), make_it_fast.BIG_N
+    kernels = tensor_cores.gpu_kernels(cupy)
+    a, b = tensor_cores.inputs(n)
+    a_gpu, b_gpu = cupy.asarray(a), cupy.asarray(b)
+    ratios = {}
+    for r in tensor_cores.RUNGS:
+        c = tensor_cores.run_on_gpu(r, kernels[r.label], a, b)
+        assert tensor_cores.agrees(c[:64], a[:64], b), r.label
+        ratios[r.label] = tensor_cores.measure(gpu, r, n, kernels[r.label], a_gpu, b_gpu).median / \
+            tensor_cores.predict(r.label, spec, n).seconds
+    cublas = gpu.measure(lambda: cupy.matmul(a_gpu, b_gpu), flops=workloads.matmul_flops(n), dtype="float16",
+                         label="cuBLAS fp16")
+    ratios["cuBLAS fp16"] = cublas.median / tensor_cores.predict_cublas(spec, n)
+    with capsys.disabled():
+        print("\n" + "\n".join(f"{label}: measured / predicted = {ratio:.2f}" for label, ratio in ratios.items()))
+    assert all(1 / FACTOR <= ratio <= FACTOR for ratio in ratios.values()), ratios
+    assert tensor_checks.check_wmma_tile(SOLUTION).passed
 
 
 def test_the_exercise_checks_of_chapter_07_read_the_counters_on_the_gpu():
