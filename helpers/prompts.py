@@ -1,36 +1,41 @@
 """Prediction prompts and their answers: which cells answer a prompt, and whether anything shows it too early.
 
 A prompt is a markdown cell that asks the learner to guess before running ("**Before you run the next cell:**").
-Its cell metadata names the code cells that answer it and how the answer looks:
+Its cell metadata names the code cells that answer it, and may name the answer's verdict words and the cells above
+whose numbers the answer repeats on purpose:
 
-    "prompt": {"answers": ["<cell id>", ...], "gives_away": ["<regex>", ...]}
+    "prompt": {"answers": ["<cell id>", ...], "words": ["<verdict as printed>", ...], "context": ["<cell id>", ...]}
 
-Hand-outs (`classroom.learner_copy`) clear every code cell from a prompt to its last answer. `problems(nb)` is
-the rule tests/test_prompts.py holds every chapter to: each pattern shows in an answer's output, and in nothing a
-learner sees before the first answer runs.
+Hand-outs (`classroom.learner_copy`) clear every code cell from a prompt to its last answer. `problems(nb)` is the
+rule tests/test_prompts.py holds every chapter to: the answer's telling values (`telling.py`: every number its
+answer prints that is not a given, and its verdict words) show nowhere a learner looks before the answer runs.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any
+
+from . import telling
 
 #: The words that open every prediction prompt ("**Before you run the next cell:**", "... the next cells:**",
 #: "**Before you look at the plot:**").
 PROMPT = "**Before you "
 #: The cell metadata key that holds a prompt's answers.
 KEY = "prompt"
+#: The keys a prompt's metadata may hold.
+FIELDS = ("answers", "words", "context")
 
 
 @dataclass(frozen=True)
 class Prompt:
-    """One prompt in a notebook: its cell's index, the indices of its answer cells, the patterns of its answer."""
+    """One prompt in a notebook: its cell's index, the indices of its answer cells, the verdict words its answer
+    prints, and the indices of the cells above it whose numbers the answer repeats."""
 
     index: int
     answers: tuple[int, ...]
-    gives_away: tuple[str, ...]
+    words: tuple[str, ...] = ()
+    context: tuple[int, ...] = ()
 
     @property
     def last(self) -> int:
@@ -49,8 +54,12 @@ def is_prompt(cell: Any) -> bool:
 
 def _source(cell: Any) -> str:
     """A cell's source as one string (a stored notebook may keep it as a list of lines)."""
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
+    return telling.source(cell)
+
+
+def _ids(meta: dict, key: str) -> list:
+    value = meta.get(key, [])
+    return value if isinstance(value, list) else [value]
 
 
 def prompts(nb: Any) -> list[Prompt]:
@@ -66,52 +75,57 @@ def prompts(nb: Any) -> list[Prompt]:
         where = f"cell {i} (id {cell.get('id')})"
         if not is_prompt(cell):
             raise PromptError(f"{where} has '{KEY}' metadata but does not ask for a prediction ({PROMPT!r})")
-        if not isinstance(meta, dict) or not meta.get("answers") or not meta.get("gives_away"):
+        if not isinstance(meta, dict) or not meta.get("answers"):
             raise PromptError(f"{where} asks for a prediction but its metadata does not name its answers: give it "
-                              f'"{KEY}": {{"answers": [ids of the code cells that answer it], "gives_away": '
-                              "[regexes of the answer as shown]}")
-        answers = tuple(index_of.get(a, -1) for a in meta["answers"])
-        wrong = [a for a, at in zip(meta["answers"], answers, strict=True)
+                              f'"{KEY}": {{"answers": [ids of the code cells that answer it]}}')
+        answers = tuple(index_of.get(a, -1) for a in _ids(meta, "answers"))
+        wrong = [a for a, at in zip(_ids(meta, "answers"), answers, strict=True)
                  if at <= i or cells[at].get("cell_type") != "code"]
         if wrong:
             raise PromptError(f"{where}: answers {wrong} are not ids of code cells after the prompt")
-        found.append(Prompt(i, answers, tuple(meta["gives_away"])))
+        context = tuple(index_of.get(c, -1) for c in _ids(meta, "context"))
+        above = [c for c, at in zip(_ids(meta, "context"), context, strict=True) if not 0 <= at < i]
+        if above:
+            raise PromptError(f"{where}: context {above} are not ids of cells above the prompt")
+        words = _ids(meta, "words")
+        if not all(isinstance(word, str) and word.strip() for word in words):
+            raise PromptError(f"{where}: words must be non-empty strings, the answer's verdicts as printed")
+        found.append(Prompt(i, answers, tuple(words), context))
     return found
 
 
-def output_text(cell: Any) -> str:
-    """All a code cell shows: stream text, every display value (plotly figures as JSON) and error text."""
-    parts = []
-    for output in cell.get("outputs", []):
-        text = output.get("text", "")
-        parts.append(text if isinstance(text, str) else "".join(text))
-        for value in output.get("data", {}).values():
-            if isinstance(value, list) and all(isinstance(line, str) for line in value):
-                parts.append("".join(value))
-            else:
-                parts.append(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
-        parts += [output.get("ename", ""), output.get("evalue", "")]
-    return "\n".join(parts)
+def _unknown_fields(nb: Any) -> list[str]:
+    """A line for each prompt whose metadata holds a key this module does not read (a typo would check nothing)."""
+    lines = []
+    for i, cell in enumerate(nb["cells"]):
+        meta = cell.get("metadata", {}).get(KEY)
+        extra = sorted(set(meta) - set(FIELDS)) if isinstance(meta, dict) else []
+        if extra:
+            lines.append(f"cell {i}: '{KEY}' metadata holds {extra}, which nothing reads: use only {list(FIELDS)} "
+                         "(the telling numbers are found in the answer's outputs; name its verdicts in 'words')")
+    return lines
+
+
+def give_aways(nb: Any, prompt: Prompt) -> list[str]:
+    """What is wrong with one prompt of the stored notebook `nb`: a verdict word no answer prints, no telling value
+    at all, or a telling value a learner sees before the answer runs."""
+    cells = nb["cells"]
+    tells = telling.telling(cells, prompt.index, prompt.answers, prompt.words, prompt.context)
+    lines = [f"cell {prompt.index}: no answer prints the verdict word {word!r} (in the stored outputs)"
+             for word in telling.unprinted_words(cells, prompt.answers, prompt.words)]
+    if not tells.numbers and not tells.words:
+        lines.append(f"cell {prompt.index}: its answers print no number that is not a given and it names no verdict "
+                     "words: nothing could catch a give-away (name the answer's verdicts in 'words')")
+    lines += [f"cell {prompt.index}: {line} before the answer runs (cell {min(prompt.answers)}): reword or move it; "
+              "a number the answer only repeats from a cell above belongs in the prompt's 'context'"
+              for line in telling.give_aways(cells, prompt.index, prompt.answers, tells, prompt.context)]
+    return lines
 
 
 def problems(nb: Any) -> list[str]:
-    """What is wrong with the prompts of the stored notebook `nb`, one line each: a pattern no answer shows (it
-    could never catch a give-away), or a pattern that something before the first answer already shows."""
+    """What is wrong with the prompts of the stored notebook `nb`, one line each (see give_aways)."""
     try:
         found = prompts(nb)
     except PromptError as exc:
         return [str(exc)]
-    cells = nb["cells"]
-    lines = []
-    for prompt in found:
-        first = min(prompt.answers)
-        for pattern in prompt.gives_away:
-            regex = re.compile(pattern)
-            if not any(regex.search(output_text(cells[a])) for a in prompt.answers):
-                lines.append(f"cell {prompt.index}: no answer cell shows {pattern!r} (in the stored outputs)")
-            for i, cell in enumerate(cells[:first]):
-                shown = output_text(cell) if cell.get("cell_type") == "code" else _source(cell)
-                if i != prompt.index and regex.search(shown):
-                    lines.append(f"cell {prompt.index}: cell {i} (id {cell.get('id')}) shows {pattern!r} before "
-                                 f"the answer (cell {first})")
-    return lines
+    return _unknown_fields(nb) + [line for prompt in found for line in give_aways(nb, prompt)]

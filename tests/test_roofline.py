@@ -194,7 +194,7 @@ CHAPTER = {"asynchrony", "choosing", "cuda", "cupy_checked", "cupy_params", "exe
            "lessons", "counter_checks", "make_it_fast", "pallas", "mandelbrot", "mlp", "sharding", "systolic",
            "threads", "training"}
 # The front door and the commands:
-TOOLS = {"__init__", "__main__", "classroom", "evidence", "gpu_report", "prompts", "site", "upkeep"}
+TOOLS = {"__init__", "__main__", "classroom", "evidence", "gpu_report", "prompts", "site", "telling", "upkeep"}
 
 
 def _imported(path: Path) -> set[str]:
