@@ -24,7 +24,7 @@ from typing import Any
 
 from . import specs
 from .cpu import BLAS_BEST_EFFICIENCY, CPUInfo, cpu_info
-from .project import CHAPTERS
+from .project import CHAPTERS, TIME_NOTE
 from .validate import positive_int, positive_number
 
 
@@ -32,8 +32,9 @@ def chapter_map() -> Any:
     """The series as a Markdown table (a plain string outside IPython), each chapter linked."""
     rows = ["| | chapter | what you get | time | runtime |", "|---|---|---|---|---|"]
     for c in CHAPTERS:
-        rows.append(f"| {c.file[:2]} | [{c.title}]({c.file}) | {c.promise} | {c.minutes} min | "
+        rows.append(f"| {c.file[:2]} | [{c.title}]({c.file}) | {c.promise} | {c.time} | "
                     f"{c.accelerator or 'any (CPU is enough)'} |")
+    rows.append(f"\n{TIME_NOTE}")
     return _markdown("\n".join(rows))
 
 

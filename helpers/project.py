@@ -22,9 +22,19 @@ class Chapter:
     file: str  # file name under notebooks/
     title: str
     promise: str  # one line: what the learner gets
-    minutes: int  # estimated time to work through it
+    minutes: int  # to read it and run it, by the rule of helpers/chapter_time.py (a test keeps it so)
     accelerator: str | None = None  # "GPU" or "TPU": the Colab runtime the notebook asks for
+    exercise_minutes: int = 0  # for its exercises, by the same rule
 
+    @property
+    def time(self) -> str:
+        """Its minutes as the chapter maps show them: '45 + 20 min' (reading and running + exercises)."""
+        return f"{self.minutes} + {self.exercise_minutes} min"
+
+
+#: Under every chapter map: what its times mean.
+TIME_NOTE = ("Time: minutes to read and run the chapter + minutes for its exercises, by one rule applied to the stored "
+             "notebook (the teacher guide, docs/teaching.md, says how: 'How long each chapter takes').")
 
 CHAPTERS: tuple[Chapter, ...] = (
     Chapter("00_start_here.ipynb", "Start here",

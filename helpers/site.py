@@ -24,7 +24,7 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from . import glossary
 from .files import OutputError as ClassroomError
 from .files import output_folder, replace_file
-from .project import CHAPTERS
+from .project import CHAPTERS, TIME_NOTE
 from .upkeep import PLOTLY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,11 +180,12 @@ def _text_page(title: str, markdown: str, nav: str) -> str:
 def index_html() -> str:
     """The chapter map, as the book's first page."""
     rows = "".join(f'<tr><td>{c.file[:2]}</td><td><a href="{_page(c.file)}">{escape(c.title)}</a></td>'
-                   f"<td>{escape(c.promise)}</td><td>{c.minutes} min</td></tr>" for c in CHAPTERS)
+                   f"<td>{escape(c.promise)}</td><td>{escape(c.time)}</td></tr>" for c in CHAPTERS)
     return _text_page("From Loops to TPUs", (
         "<h1>From Loops to TPUs</h1><p>Why GPUs and TPUs make deep learning fast, measured. This book shows every "
         "chapter as it was last run on the authors' machine; open the notebooks to measure yours.</p>"
         f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>"
+        f"<p>{escape(TIME_NOTE)}</p>"
         '<p>Teaching with it? <a href="teaching.html">The teacher guide</a>. A word you do not know? '
         '<a href="glossary.html">The glossary</a>.</p>'), _nav(-1))
 

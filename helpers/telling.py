@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 #: A number as the chapters print it: digits with thousands commas, a decimal part, an exponent. Not part of a name
-#: or a word (`sm_75`, `float32`, `AVX-512`), never one of a date's parts (`2026-11-28`), never a power's exponent
-#: (the 18 of `10^18`).
-NUMBER = re.compile(r"(?<![\w.\-^])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\d\-]|\.\d)")
+#: or a word (`sm_75`, `float32`, `AVX-512`), never one of a date's parts (`2026-11-28`).
+NUMBER = re.compile(r"(?<![\w.\-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\d\-]|\.\d)")
 #: Units of measure, as the chapters print them after a number ("12x", "35.2%", "146 µs", "101 GFLOP/s"): two
 #: numbers in different units of this list are different quantities, so one cannot give the other away.
 UNITS = ("x", "times", "%", "ns", "µs", "us", "ms", "s", "seconds", "min", "minutes", "h", "hours", "days", "GHz",

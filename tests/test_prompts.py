@@ -54,7 +54,7 @@ def _chapter(answer: str = "sorted: 86% of lanes useful, 2.8x the steps\n", *, a
 
 def test_the_telling_values_are_the_numbers_the_answer_prints_less_the_givens() -> None:
     nb = _chapter("n = 4,096: 1,361x faster, 35.2% of peak at 5.10 GHz on 2026-11-28 (sm_75, float32, AVX-512, "
-                  "10^18 FLOPs, 16 lanes, 1000 steps, 8 cores, size 250)\n", answer_code="print(report(250))",
+                  "16 lanes, 1000 steps, 8 cores, size 250)\n", answer_code="print(report(250))",
                   prompt="at n = 4,096 and 12 cores, how much faster?")
     found = prompts.prompts(nb)[0]
     tells = telling.telling(nb.cells, found.index, found.answers, found.words)
