@@ -4,10 +4,12 @@ A prompt's **telling values** are found, not written by hand: every number its a
 outputs, figure labels included) that is not common, and the verdict words its metadata names (`"words"`, literal
 text, each printed by an answer). A number is common when it is a given of the question, not its answer: a single
 digit, a power of two or of ten, a literal in the notebook's code up to the answer, a number the prompt itself
-states, or a number shown by a cell the prompt names as its context (`"context"`: cells above it whose numbers
-the answer repeats on purpose, such as the machine's peak). `give_aways` lists every place a learner sees a
-telling value before the answer runs: text, outputs, figure labels and code comments above the prompt or between
-it and its first answer, the answer cells' own comments, and the prompt itself (its words; its numbers are givens).
+states, a number shown by a cell tagged `givens` above the prompt (the machine's report: its peak, clock and
+bandwidth are facts every later prompt may repeat), or a number shown by a cell the prompt names as its context
+(`"context"`: cells above it whose numbers are not its answer: a table a figure redraws, the same operation measured
+again). `give_aways` lists every place a learner sees a telling value before the answer runs: text, outputs, figure
+labels and code comments above the prompt or between it and its first answer, the answer cells' own comments, and
+the prompt itself (its words; its numbers are givens).
 
 Words are matched as literal text (case and line breaks aside), never as a regular expression a notebook supplies,
 so a notebook cannot make the check slow.
@@ -45,6 +47,8 @@ FIGURE_TEXT = frozenset({"text", "name", "title", "hovertext", "hovertemplate", 
 PLOTLY = "application/vnd.plotly.v1+json"
 #: Cell tags whose cells are no lesson text: the header that `notebooks sync` writes (title, links, time).
 NOT_LESSON = ("header",)
+#: The tag of a cell whose numbers are facts of the machine (its report), given to every prompt below it.
+GIVENS = "givens"
 
 
 @dataclass(frozen=True)
@@ -184,10 +188,14 @@ def word_pattern(word: str) -> re.Pattern[str]:
     return re.compile(start + body + end, re.IGNORECASE)
 
 
+def _tags(cell: Any) -> list:
+    tags = cell.get("metadata", {}).get("tags", [])
+    return tags if isinstance(tags, list) else []
+
+
 def lesson(cell: Any) -> bool:
     """Whether a cell is part of the lesson a learner reads (not the header `notebooks sync` writes)."""
-    tags = cell.get("metadata", {}).get("tags", [])
-    return not any(tag in NOT_LESSON for tag in (tags if isinstance(tags, list) else []))
+    return not any(tag in NOT_LESSON for tag in _tags(cell))
 
 
 def visible(cell: Any) -> str:
@@ -204,9 +212,11 @@ def telling(cells: list[Any], index: int, answers: Iterable[int], words: Iterabl
     `words` and the `context` cells whose numbers the answer may repeat."""
     answers = sorted(answers)
     givens = set(numbers(source(cells[index])))
-    for cell in cells[:answers[-1] + 1]:
+    for at, cell in enumerate(cells[:answers[-1] + 1]):
         if cell.get("cell_type") == "code":
             givens |= literals(source(cell))
+        if at < index and GIVENS in _tags(cell):
+            givens |= numbers(visible(cell))
     for at in context:
         givens |= numbers(visible(cells[at]))
     printed = set().union(*(measures(shown(cells[at])) for at in answers))
