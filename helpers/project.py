@@ -40,7 +40,8 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("00_start_here.ipynb", "Start here",
             "The map of the series, what this machine has, and CPU vs GPU vs TPU in one page.", 15),
     Chapter("01_cpu_loops.ipynb", "CPU loops",
-            "Matrix multiply as Python loops: count the FLOPs, measure them, see how far from peak we are.", 30),
+            "Matrix multiply as Python loops: count the FLOPs, measure them, see how far from peak we are.", 25,
+            exercise_minutes=25),
     Chapter("02_vectorised_numpy.ipynb", "Vectorised NumPy",
             "The same work vectorised: SIMD, BLAS and threads, and the CPU roofline.", 40),
     Chapter("03_gpu_cupy.ipynb", "GPUs with CuPy",
@@ -58,7 +59,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             "predict the winner and the bill.", 45),
     Chapter("07_make_it_fast.ipynb", "Make it fast",
             "Advanced, after 03: a matmul kernel from naive to register-blocked, explained by counting what each warp "
-            "does, predicted for real GPUs and measured against cuBLAS.", 60, "GPU"),
+            "does, predicted for real GPUs and measured against cuBLAS.", 60, "GPU", exercise_minutes=40),
 )
 
 

@@ -2,7 +2,7 @@
 
 A prompt is a markdown cell that asks the learner to guess before running ("**Before you run the next cell:**").
 Its cell metadata names the code cells that answer it, and may name the answer's verdict words and the cells above
-whose numbers the answer repeats on purpose:
+whose numbers are not its answer (a table a figure redraws, the same operation measured again):
 
     "prompt": {"answers": ["<cell id>", ...], "words": ["<verdict as printed>", ...], "context": ["<cell id>", ...]}
 
