@@ -3,7 +3,8 @@
 A prompt's **telling values** are found, not written by hand: every number its answer cells print (their stored
 outputs, figure labels included) that is not common, and the verdict words its metadata names (`"words"`, literal
 text, each printed by an answer). A number is common when it is a given of the question, not its answer: a single
-digit, a power of two or of ten, a literal in the notebook's code up to the answer, a number the prompt itself
+digit, a power of two or of ten, a whole number below 100 printed without a unit (a count or an index), a literal
+in the notebook's code up to the answer, a number the prompt itself
 states, a number shown by a cell tagged `givens` above the prompt (the machine's report: its peak, clock and
 bandwidth are facts every later prompt may repeat), or a number shown by a cell the prompt names as its context
 (`"context"`: cells above it whose numbers are not its answer: a table a figure redraws, the same operation measured
@@ -179,6 +180,12 @@ def is_common(number: str) -> bool:
     return value < 10 or value & (value - 1) == 0 or number.rstrip("0") == "1"
 
 
+def _small_count(number: str) -> bool:
+    """A whole number below 100 printed without a unit: a count or an index (a thread, a step, a row), too like
+    the many other small counts a chapter prints to tell an answer by; a verdict word names one that matters."""
+    return number.isdigit() and int(number) < 100
+
+
 def word_pattern(word: str) -> re.Pattern[str]:
     """A literal word or phrase as a pattern: its characters escaped, any white space for a space, and no letter or
     digit glued to either end. Built from escaped text only, it matches in time linear in the text."""
@@ -220,7 +227,9 @@ def telling(cells: list[Any], index: int, answers: Iterable[int], words: Iterabl
     for at in context:
         givens |= numbers(visible(cells[at]))
     printed = set().union(*(measures(shown(cells[at])) for at in answers))
-    return Telling(frozenset((n, unit) for n, unit in printed if n not in givens and not is_common(n)), tuple(words))
+    return Telling(frozenset((n, unit) for n, unit in printed
+                             if n not in givens and not is_common(n) and not (unit is None and _small_count(n))),
+                   tuple(words))
 
 
 def places(cells: list[Any], index: int, answers: Iterable[int]) -> Iterator[tuple[int, str, str]]:

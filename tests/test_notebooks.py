@@ -167,7 +167,7 @@ def test_accelerator_chapters_ask_colab_for_their_runtime(accelerator: str, gpu_
     nb = upkeep.synced(nbformat.v4.new_notebook(), 7, chapter)
     assert nb.metadata.accelerator == accelerator and nb.metadata.colab == {"provenance": [], "gpuType": gpu_type}
     assert "Time: about 20 minutes to read and run, plus 0 for the exercises" in nb.cells[0].source
-    assert f"(how we count]({upkeep.TIME_RULE})) · Runtime: {hint}" in nb.cells[0].source
+    assert f"[how we count]({upkeep.TIME_RULE})) · Runtime: {hint}" in nb.cells[0].source
 
 
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["check", "extra"], ["sync", "nope.ipynb"], ["execute", "-x"]])
