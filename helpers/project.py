@@ -38,7 +38,8 @@ TIME_NOTE = ("Time: minutes to read and run the chapter + minutes for its exerci
 
 CHAPTERS: tuple[Chapter, ...] = (
     Chapter("00_start_here.ipynb", "Start here",
-            "The map of the series, what this machine has, and CPU vs GPU vs TPU in one page.", 15),
+            "The map of the series, what this machine has, and CPU vs GPU vs TPU in one page.", 30,
+            exercise_minutes=20),
     Chapter("01_cpu_loops.ipynb", "CPU loops",
             "Matrix multiply as Python loops: count the FLOPs, measure them, see how far from peak we are.", 25,
             exercise_minutes=25),
@@ -53,7 +54,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             80, "TPU"),
     Chapter("05_training.ipynb", "Training a small network",
             "One network on handwritten digits, trained with NumPy, CuPy, JAX and Keras: accuracy, speed, and why.",
-            45, "GPU"),
+            80, "GPU", exercise_minutes=40),
     Chapter("06_when_to_use_which.ipynb", "When to use which",
             "Where accelerators lose: chains of steps, branches, small work, copies and serial parts; "
             "predict the winner and the bill.", 45),

@@ -29,16 +29,17 @@ from typing import Any
 #: A number as the chapters print it: digits with thousands commas, a decimal part, an exponent. Not part of a name
 #: or a word (`sm_75`, `float32`, `AVX-512`), never one of a date's parts (`2026-11-28`).
 NUMBER = re.compile(r"(?<![\w.\-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\d\-]|\.\d)")
-#: Units of measure, as the chapters print them after a number ("12x", "35.2%", "146 µs", "101 GFLOP/s"): two
-#: numbers in different units of this list are different quantities, so one cannot give the other away.
+#: Units of measure, as the chapters print them after a number ("12x", "35.2%", "146 µs", "101 GFLOP/s"): a number
+#: is the same quantity only in the same unit, or with no unit of this list on either side ("101" in a table column
+#: is another printing than "101 GFLOP/s", and a count of 43 is not 43%).
 UNITS = ("x", "times", "%", "ns", "µs", "us", "ms", "s", "seconds", "min", "minutes", "h", "hours", "days", "GHz",
          "MHz", "FLOP/s", "GFLOP/s", "TFLOP/s", "FLOP", "FLOPs", "GFLOP", "TFLOP", "GB/s", "TB/s", "MB/s", "B", "KB",
          "MB", "GB", "TB", "KiB", "MiB", "GiB", "bytes", "W")
 #: Units written out, as the short form they mean.
 SPELLED = {"times": "x", "seconds": "s", "minutes": "min", "hours": "h"}
-#: "x" and "%" count as a unit only right after the number ("12x", not the "x" of "64 x 64").
-_GLUED = ("x", "%")
-UNIT = re.compile(r"(?P<glued>x|%)(?![\w])|\s?(?P<unit>" + "|".join(
+#: "x" counts as a unit only right after the number ("12x", not the "x" of "64 x 64").
+_GLUED = ("x",)
+UNIT = re.compile(r"(?P<glued>x)(?![\w])|\s?(?P<unit>" + "|".join(
     re.escape(unit) for unit in sorted(set(UNITS) - set(_GLUED), key=len, reverse=True)) + r")(?![\w/])")
 #: Text that looks like numbers but is an address or a commit: left out before numbers are read.
 NOT_NUMBERS = re.compile(r"https?://\S+|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b")
@@ -60,11 +61,8 @@ class Telling:
     words: tuple[str, ...]
 
     def shown_in(self, text: str) -> list[str]:
-        """The telling numbers that `text` shows: the same number, in the same unit or where either has none."""
-        seen = measures(text)
-        found = {number + (unit or "") for number, unit in self.numbers
-                 if any(n == number and (u is None or unit is None or u == unit) for n, u in seen)}
-        return sorted(found)
+        """The telling numbers that `text` shows: the same number in the same unit (or both without one)."""
+        return sorted(number + (unit or "") for number, unit in self.numbers & measures(text))
 
 
 def source(cell: Any) -> str:

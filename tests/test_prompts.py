@@ -88,9 +88,10 @@ def test_a_number_in_an_output_or_a_figure_label_above_fails_and_context_excuses
     assert prompts.problems(nb) == []
 
 
-def test_the_same_number_in_another_unit_is_another_quantity_and_a_unitless_one_may_be_either() -> None:
+def test_the_same_number_is_the_same_quantity_only_in_the_same_unit() -> None:
     assert prompts.problems(_chapter(above="The whole run takes 86 minutes and 2.8 GB.")) == []
-    assert "shows 86%" in prompts.problems(_chapter(above="| sorted | 86 |"))[0]
+    assert prompts.problems(_chapter(above="| sorted | 86 | 2.8 |")) == []  # a table's bare numbers: other printings
+    assert "shows 2.8x, 86%" in prompts.problems(_chapter(above="86 % of its lanes, 2.8 times the steps"))[0]
 
 
 def test_a_figure_as_the_answer_is_read_by_its_labels() -> None:
