@@ -58,7 +58,7 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("04_tpu_jax.ipynb", "TPUs with JAX",
             "JAX compiles array code; matmul in bfloat16 on the TPU's systolic array, one computation on 8 chips, "
             "and a matmul kernel of your own in Pallas.",
-            90, "TPU", exercise_minutes=55),  # by the rule on chapter 04's rework, at an assumed 150 s run: check it
+            90, "TPU", exercise_minutes=55),
     Chapter("05_training.ipynb", "Training a small network",
             "One network on handwritten digits, trained with NumPy, CuPy, JAX and Keras: accuracy, speed, and why.",
             80, "GPU", exercise_minutes=40),

@@ -11,17 +11,13 @@ import pytest
 from helpers import chapter_time, project, upkeep
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Chapter 04 is reworked on another branch; its stored run is recorded when the lead re-executes it at the merge.
-REWORKED = {"04_tpu_jax.ipynb"}
 
 
 def _stored(file: str) -> dict:
     return json.loads((ROOT / "notebooks" / file).read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xfail(
-    strict=True, reason="chapter 04 gets its stored run time when it is re-executed at the merge"))
-    if c.file in REWORKED else c for c in project.CHAPTERS], ids=lambda c: c.file)
+@pytest.mark.parametrize("chapter", project.CHAPTERS, ids=lambda c: c.file)
 def test_each_chapters_minutes_are_the_rules_for_its_stored_notebook(chapter: project.Chapter) -> None:
     found = chapter_time.chapter_time(_stored(chapter.file))
     assert (chapter.minutes, chapter.exercise_minutes) == (found.reading, found.exercising), (

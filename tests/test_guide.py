@@ -12,12 +12,9 @@ import pytest
 from helpers import chapter_time, guide, project, prompts, upkeep
 
 ROOT = Path(__file__).resolve().parents[1]
-REWORKED = {"04_tpu_jax.ipynb"}  # reworked on another branch: its part of the guide gets markers at the merge
 
 
-@pytest.mark.parametrize("number", [pytest.param(n, marks=pytest.mark.xfail(
-    strict=True, reason="chapter 04's part of the guide gets its markers and stored run at the merge"))
-    if c.file in REWORKED else n for n, c in enumerate(project.CHAPTERS)])
+@pytest.mark.parametrize("number", range(len(project.CHAPTERS)))
 def test_each_chapters_answers_in_the_guide_are_its_stored_runs(number: int) -> None:
     text = guide.GUIDE.read_text(encoding="utf-8")
     start, end = guide.markers(number)

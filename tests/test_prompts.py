@@ -12,13 +12,9 @@ from helpers import prompts, telling
 from helpers.project import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Chapter 04 is reworked on another branch; its prompts' metadata moves to this test's rule at the merge.
-REWORKED = {"04_tpu_jax.ipynb"}
 
 
-@pytest.mark.parametrize("chapter", [pytest.param(c.file, marks=pytest.mark.xfail(
-    strict=True, reason="chapter 04's prompts get 'words' and 'context' at the merge")) if c.file in REWORKED
-    else c.file for c in CHAPTERS])
+@pytest.mark.parametrize("chapter", [c.file for c in CHAPTERS])
 def test_every_prompt_names_its_answers_and_nothing_before_them_shows_the_answer(chapter) -> None:
     nb = nbformat.read(ROOT / "notebooks" / chapter, as_version=4)
     assert prompts.problems(nb) == []
