@@ -31,9 +31,9 @@ __all__ = [
 #: Submodules reachable as `h.<name>` without importing them up front: plotly and ipywidgets are slow to
 #: import (seconds on a small machine) and the command line never needs them.
 _LAZY = ("asynchrony", "checks", "choosing", "counter_checks", "cpu", "cuda", "evidence", "glossary", "grid",
-         "kernel_checks", "lessons", "make_it_fast", "mandelbrot", "mlp", "nvrtc", "pallas", "plots", "precision",
-         "project", "roofline", "sharding", "specs", "systolic", "tensor_checks", "tensor_cores", "threads", "training",
-         "widgets", "workloads")
+         "kernel_checks", "lessons", "make_it_fast", "mandelbrot", "mlp", "momentum", "nvrtc", "pallas", "plots",
+         "precision", "project", "roofline", "sharding", "specs", "systolic", "tensor_checks", "tensor_cores",
+         "threads", "training", "widgets", "workloads")
 
 
 def __getattr__(name: str) -> object:

@@ -62,6 +62,11 @@ def _short(value: Any) -> str:
     return text if len(text) < 160 else text[:157] + "..."
 
 
+def describe(value: Any) -> str:
+    """A short description of any value for a verdict (its kind and a few of its numbers); never raises."""
+    return _short(value)
+
+
 def _kind(value: Any) -> str:
     """'bool', 'number', 'array' or 'other': how a result is judged."""
     if isinstance(value, bool | np.bool_):

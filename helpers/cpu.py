@@ -94,6 +94,7 @@ class CPUInfo:
     matrix_fp32_per_core: Sourced | None = None  # FP32 peak per core of a matrix unit beside the lanes (Apple AMX)
     bf16_rate: Sourced | None = None  # bf16 FLOP per cycle per core of bf16 units, and why; None: computed in fp32
     blas_fp32_this_run: float | None = None  # the FP32 FLOP/s one core reached in this process's calibration
+    blas_fp32_per_cycle: Sourced | None = None  # the FP32 FLOP a cycle one core can show in NumPy's BLAS, and why
 
     @property
     def matrix_unit(self) -> bool:
@@ -546,7 +547,7 @@ def cpu_info() -> CPUInfo:
         model=brand, arch=arch, logical_cpus=logical, cores=cores, simd=simd, simd_bits=simd_bits,
         fma_units=fma, clock_hz=clock, nominal_clock_hz=stated[0] if stated else None, peak_bandwidth=bandwidth,
         blas_fp32_per_core=Sourced(per_core, demonstrated), matrix_fp32_per_core=matrix,
-        bf16_rate=_bf16_rate(flags, brand, per_core_cycle), blas_fp32_this_run=fresh,
+        bf16_rate=_bf16_rate(flags, brand, per_core_cycle), blas_fp32_this_run=fresh, blas_fp32_per_cycle=blas_cycle,
     )
 
 

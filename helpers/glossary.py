@@ -83,6 +83,10 @@ TERMS: tuple[Term, ...] = (
          "float32 lanes), AVX-512 on 512 bits (16 lanes)."),
     Term("page fault", (r"(?i)\bpage faults?",), "The first touch of a fresh page of memory: the program stops while "
          "the operating system supplies a zeroed page."),
+    Term("heap", (r"(?i)\bheap\b",), "The memory a program asks for piece by piece while it runs (every Python "
+         "object lives there), as opposed to the fixed slots of a function's own variables."),
+    Term("allocator", (r"(?i)\ballocators?\b",), "The library code that hands a program memory and takes it back "
+         "(glibc's malloc on Linux): it may reuse what was freed, or give it back to the operating system."),
     Term("cache", (r"(?i)\bcaches?\b",), "A small, fast memory on the chip that keeps recently used data close to the "
          "cores, so a second use does not wait for main memory."),
     Term("register", (r"(?i)\bregisters?\b",), "The few values a core holds right at its arithmetic units; a "
@@ -134,6 +138,8 @@ TERMS: tuple[Term, ...] = (
     # The GPU
     Term("CUDA", (r"\bCUDA\b",), "NVIDIA's platform for GPU programs: CUDA C is C++ with a few keywords for "
          "kernels and threads."),
+    Term("driver", (r"(?i)\bdrivers?\b",), "The operating system's program for a device: NVIDIA's driver is what "
+         "CUDA, CuPy and JAX talk to when they copy data to the GPU or start a kernel."),
     Term("cuBLAS", (r"\bcuBLAS\b",), "NVIDIA's BLAS for its GPUs: what CuPy calls for a matrix product."),
     Term("NVRTC", (r"\bNVRTC\b",), "NVIDIA's runtime compiler: turns CUDA C source into GPU code from a running "
          "program, no GPU needed to compile."),
@@ -155,6 +161,13 @@ TERMS: tuple[Term, ...] = (
     Term("bank conflict", (r"(?i)\bbank conflicts?\b", r"(?i)\bconflict-free\b"), "Shared memory is 32 banks, "
          "each serving one 4-byte word per clock: two lanes of a warp wanting different words of one bank wait one "
          "pass each."),
+    Term("wavefront", (r"(?i)\bwavefronts?\b",), "One pass of a shared-memory or L1 request, in Nsight Compute's "
+         "words: the unit serves one a clock, and a request with a bank conflict takes several."),
+    Term("warp scheduler", (r"(?i)\bschedulers?\b",), "One of the 4 units of an SM that, every clock, pick a warp "
+         "that is ready and issue one of its instructions."),
+    Term("issue", (r"(?i)\bissu(?:e|es|ed|ing)\b",), "To hand an instruction to the units that run it: a warp "
+         "scheduler issues at most one a clock, and a warp waiting for a load cannot issue the instruction that "
+         "needs it."),
     Term("occupancy", (r"(?i)\boccupancy\b",), "How many warps an SM holds at once, of the most it can: its blocks' "
          "threads, shared memory and registers limit it. More warps hide more waiting."),
     Term("divergence", (r"(?i)\bdiverg(?:e|es|ed|ence|ent|ing)\b",), "Threads of one warp taking different branches: "
@@ -169,6 +182,12 @@ TERMS: tuple[Term, ...] = (
          "touching the same memory, at least one of them writing, with nothing ordering them; the result depends "
          "on which gets there first."),
     Term("L2 cache", (r"\bL2\b",), "The GPU's (or CPU's) last cache before main memory, shared by all its cores."),
+    Term("L1 cache", (r"\bL1\b",), "Each SM's own small cache in front of global memory: every load request looks "
+         "up its 128-byte lines there first."),
+    Term("DRAM", (r"\bDRAM\b",), "Dynamic RAM: the memory chips a computer's or a GPU's main memory is made of, "
+         "outside the processor's own chip (HBM is DRAM stacked beside it)."),
+    Term("global memory", (r"(?i)\bglobal memory\b",), "A GPU's DRAM as a kernel sees it: every thread can read "
+         "and write it, through the L1 and L2 caches."),
     Term("Little's law", (r"(?i)\blittle's law\b",), "What is in flight equals the rate times how long each item "
          "takes: to keep a memory busy at B bytes a second when a load takes t seconds to come back, B x t bytes "
          "must be on their way at every moment."),
@@ -226,6 +245,8 @@ TERMS: tuple[Term, ...] = (
          "activations), far slower than the MXU."),
     Term("cache blocking", (r"(?i)\bcache blocking",), "Splitting a matrix product into tiles that stay in a cache "
          "while each is used many times."),
+    Term("register blocking", (r"(?i)\bregister blocking",), "Each thread computes several outputs and keeps the "
+         "numbers it reuses in its registers, so it reads shared memory less per multiply-add."),
     Term("tile", (r"(?i)\btiles?\b", r"(?i)\btiled\b", r"(?i)\btiling\b"), "A block of a matrix small enough to "
          "sit in fast memory (a GPU's shared memory, a TPU's VMEM) while it is used many times."),
     Term("sharding", (r"(?i)\bshard(?:s|ed|ing)?\b",), "Splitting an array across several devices, each holding "
@@ -249,6 +270,8 @@ TERMS: tuple[Term, ...] = (
          "weights against it."),
     Term("SGD", (r"\bSGD\b", r"(?i)stochastic gradient descent"), "Stochastic gradient descent: after each batch, "
          "every weight -= learning rate x its gradient."),
+    Term("momentum", (r"(?i)\bmomentum\b",), "An optimizer's memory of its last steps: each parameter keeps a "
+         "velocity, mu times its last value plus the gradient, and moves along it, so gradients that agree add up."),
     Term("mixed precision", (r"(?i)mixed precision",), "Matrix products in bfloat16 (or float16), weights and "
          "loss kept in float32."),
     Term("latency", (r"(?i)\blatency",), "How long one request waits for its answer, as opposed to throughput: "
@@ -269,6 +292,8 @@ TERMS: tuple[Term, ...] = (
          "more than 1/s times faster."),
     Term("on-demand price", (r"(?i)\bon-demand\b",), "The cloud's list rate for a machine that stays yours until "
          "you stop it."),
+    Term("vCPU", (r"\bvCPUs?\b",), "A cloud's virtual CPU: one hardware thread. Where a processor runs two threads "
+         "per core, as Google Cloud's do unless told otherwise, two vCPUs are one physical core."),
     Term("spot price", (r"(?i)\bspot[-\s](?:price|pricing|rate|instance|VM|machine)s?\b",), "The cloud's cheaper "
          "rate for a machine it may take back at short notice."),
 )

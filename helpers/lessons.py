@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import specs
-from .cpu import CPUInfo, cpu_info
-from .project import CHAPTERS
+from .cpu import BLAS_BEST_EFFICIENCY, CPUInfo, cpu_info
+from .project import CHAPTERS, TIME_NOTE
 from .validate import positive_int, positive_number
 
 
@@ -32,8 +32,9 @@ def chapter_map() -> Any:
     """The series as a Markdown table (a plain string outside IPython), each chapter linked."""
     rows = ["| | chapter | what you get | time | runtime |", "|---|---|---|---|---|"]
     for c in CHAPTERS:
-        rows.append(f"| {c.file[:2]} | [{c.title}]({c.file}) | {c.promise} | {c.minutes} min | "
+        rows.append(f"| {c.file[:2]} | [{c.title}]({c.file}) | {c.promise} | {c.time} | "
                     f"{c.accelerator or 'any (CPU is enough)'} |")
+    rows.append(f"\n{TIME_NOTE}")
     return _markdown("\n".join(rows))
 
 
@@ -211,6 +212,32 @@ def peak_ratios(units: Sequence[ArithmeticUnits]) -> str:
     elif min(widths) > 1:
         span += " None of them ticks faster than this CPU: they win by starting more multiply-adds on every tick."
     lines.append(span)
+    return "\n".join(lines)
+
+
+def clock_story(cpu: CPUInfo) -> str:
+    """Which clock this CPU's peak uses, and why, in short lines from its numbers: the stated clock, one core's
+    BLAS rate, the least clock that rate needs, and the clock chosen (the report's clock line, unpacked)."""
+    if not isinstance(cpu, CPUInfo):
+        raise ValueError(f"clock_story() takes h.hardware().cpu; got {cpu!r:.60}")
+    clock = float(cpu.clock_hz.value) / 1e9
+    stated = cpu.nominal_clock_hz
+    lines = [f"The operating system states {float(stated.value) / 1e9:.2f} GHz ({stated.source})." if stated
+             else "No clock is stated for this CPU."]
+    rate, per_cycle = cpu.blas_fp32_per_core, cpu.blas_fp32_per_cycle
+    if rate is None or per_cycle is None or cpu.matrix_unit:
+        return "\n".join([*lines, f"The peak uses {clock:.2f} GHz: {cpu.clock_hz.source}."])
+    least = float(rate.value) / (float(per_cycle.value) * BLAS_BEST_EFFICIENCY) / 1e9
+    lines += [f"One core ran NumPy's BLAS at {float(rate.value) / 1e9:,.1f} GFLOP/s. Its kernels can start "
+              f"{per_cycle.value} FP32 FLOP a cycle, and a tuned BLAS reaches at most {BLAS_BEST_EFFICIENCY:.0%} "
+              "of that.",
+              f"So that rate needs a clock of at least {least:.2f} GHz."]
+    if cpu.clock_hz.source.startswith("inferred"):
+        lines.append(f"The stated clock is too low for it, so the peak uses {clock:.2f} GHz: inferred, a little "
+                     "above that least clock, not stated by anyone.")
+    else:
+        lines.append(f"The stated clock covers it, so the peak uses {clock:.2f} GHz.")
+    lines.append("Every '% of peak' in the series is judged against the peak this clock gives: an estimate.")
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from . import compiled, executor, roofline, specs, workloads
 from .cuda import GPU, kernel_source
 from .executor import Counters
+from .timing import format_seconds as h_seconds
 from .validate import positive_int, positive_number
 
 SOURCE = "sgemm.cu"
@@ -429,6 +430,41 @@ def table(device: specs.DeviceSpec | str, n: int = BIG_N) -> list[Row]:
     """Every rung's counters and prediction on `device`."""
     spec = roofline.published_spec(device)
     return [Row(r, counts(r.label), predict(r.label, spec, n)) for r in RUNGS]
+
+
+def explain(row: Row, device: specs.DeviceSpec | str, n: int = BIG_N) -> str:
+    """One rung's predicted time unit by unit: each unit's count at n, the rate it is served at on `device`, and the
+    time the model gives it, so the table of times (its terms) can be rebuilt by hand from the counts."""
+    if not isinstance(row, Row):
+        raise ValueError(f"explain() takes one row of h.make_it_fast.table(); got {row!r:.60}")
+    spec = roofline.published_spec(device)
+    w, terms = work(row.rung, row.counted, spec, n), row.predicted.terms
+    clock, sms = roofline.sm_clock(spec), spec.sms
+    per_second = f"{sms} SMs x {clock / 1e6:,.0f} MHz = {sms * clock:.3g} SM-clocks a second"  # type: ignore[operator]
+    memory = roofline.MEMORY_EFFICIENCY["gpu"].value
+    lanes = specs.sm_limits(spec).fp32_lanes
+    pipe, rate = roofline.SCHEDULERS.value * 32 / lanes, roofline.fp32_issue_rate(spec).value
+    other = "" if w.other_instructions is None else f" and {w.other_instructions:.3g} other instructions"
+    lines = [
+        f"{row.rung.label} on the {spec.name}, n = {n:,}: every unit runs on {per_second}",
+        f"- arithmetic: {w.flops / roofline.WARP_FMA_FLOPS:.3g} warp FFMAs (FLOPs / {roofline.WARP_FMA_FLOPS}){other}, "
+        f"issued by {roofline.SCHEDULERS.value} schedulers per SM, one a clock each. An FFMA holds the float32 pipe "
+        f"{pipe:g} clocks ({lanes} lanes per SM), compiled code fills {rate:.0%} of those slots, and the other "
+        f"instructions fill the clocks an FFMA leaves free ({pipe - 1:g} each), then slots of their own: "
+        f"{h_seconds(terms['arithmetic'])}",
+        f"- shared memory: {w.shared_passes:.3g} passes at {roofline.SHARED_PASSES_PER_CLOCK.value:g} a clock per SM: "
+        f"{h_seconds(terms['shared memory'])}",
+        f"- L1 lines: {w.global_lines:.3g} lines of 128 bytes at {roofline.L1_LINES_PER_CLOCK.value:g} a clock per SM: "
+        f"{h_seconds(terms['L1 lines'])}",
+        "- loads + issue: " + (f"L1 lines + arithmetic (it multiplies what it just loaded): "
+                               f"{h_seconds(terms['loads + issue'])}" if terms["loads + issue"]
+                               else "0 (it multiplies numbers it keeps in shared memory or registers)"),
+        f"- DRAM: {w.dram_bytes:.3g} bytes (the cache model) at {spec.peak_bandwidth / 1e9:,.0f} GB/s x {memory:g}: "
+        f"{h_seconds(terms['DRAM'])}",
+        f"The slowest unit, {row.predicted.bound}, sets the time: {h_seconds(row.predicted.seconds)} with the "
+        "kernel's fixed floor.",
+    ]
+    return "\n".join(lines)
 
 
 def show_table(rows: Sequence[Row], n: int = BIG_N) -> None:

@@ -563,6 +563,20 @@ def _check_ladder(points: Any) -> None:
             and (p[3] is None or _positive(p[3])) for p in points):
         raise ValueError("points must list at least one (label, intensity, predicted FLOP/s, measured FLOP/s or "
                          f"None), the label a string and the numbers finite and above zero; got {points!r:.80}")
+def _stacked_labels(points: Sequence[tuple[str, float, float]]) -> list[str]:
+    """Text labels for points (label, x, y) on log axes: points within 5% of each other on both axes share one
+    label, their names stacked line by line on the first of them, so no two labels print over each other."""
+    texts = [""] * len(points)
+    placed: list[tuple[int, float, float]] = []  # (index of the labelled point, x, y)
+    for i, (label, x, y) in enumerate(points):
+        near = next((j for j, px, py in placed if abs(math.log(x / px)) < 0.05 and abs(math.log(y / py)) < 0.05),
+                    None)
+        if near is None:
+            placed.append((i, x, y))
+            texts[i] = escape(label)
+        else:
+            texts[near] += "<br>" + escape(label)
+    return texts
 
 
 def kernel_ladder(device: Device, points: Sequence[tuple[str, float, float, float | None]],
@@ -580,7 +594,8 @@ def kernel_ladder(device: Device, points: Sequence[tuple[str, float, float, floa
     _add_roofs(fig, r, ridges, x_range)
     fig.add_trace(go.Scatter(
         x=[p[1] for p in points], y=[p[2] / 1e9 for p in points], mode="markers+text", name="predicted",
-        text=[p[0] for p in points], textposition="bottom right", textfont=dict(color=PREDICTION_COLOUR, size=11),
+        text=_stacked_labels([(p[0], p[1], p[2]) for p in points]), textposition="bottom right",
+        textfont=dict(color=PREDICTION_COLOUR, size=11),
         marker=dict(symbol="circle-open", size=13, color=PREDICTION_COLOUR, line=dict(width=2.5)),
         hovertext=[f"<b>{escape(p[0])}</b>: predicted {p[2] / 1e9:,.0f} GFLOP/s at {p[1]:.3g} FLOP per DRAM byte"
                    for p in points], hovertemplate="%{hovertext}<extra></extra>"))

@@ -22,9 +22,10 @@ class Chapter:
     file: str  # file name under notebooks/
     title: str
     promise: str  # one line: what the learner gets
-    minutes: int  # estimated time to work through it
+    minutes: int  # to read it and run it, by the rule of helpers/chapter_time.py (a test keeps it so)
     accelerator: str | None = None  # "GPU" or "TPU": the Colab runtime the notebook asks for
     also_on: tuple[str, ...] = ()  # other accelerators it measures on when one is present (chapter 06: a GPU)
+    exercise_minutes: int = 0  # for its exercises, by the same rule
 
     @property
     def uses(self) -> tuple[str, ...]:
@@ -32,30 +33,41 @@ class Chapter:
         runtime's and `also_on`. The GPU suite, the Colab GPU image and `notebooks record` run these chapters."""
         return tuple(dict.fromkeys(((self.accelerator,) if self.accelerator else ()) + self.also_on))
 
+    @property
+    def time(self) -> str:
+        """Its minutes as the chapter maps show them: '45 + 20 min' (reading and running + exercises)."""
+        return f"{self.minutes} + {self.exercise_minutes} min"
+
+
+#: Under every chapter map: what its times mean.
+TIME_NOTE = ("Time: minutes to read and run the chapter + minutes for its exercises, by one rule applied to the stored "
+             "notebook (the teacher guide, docs/teaching.md, says how: 'How long each chapter takes').")
 
 CHAPTERS: tuple[Chapter, ...] = (
     Chapter("00_start_here.ipynb", "Start here",
-            "The map of the series, what this machine has, and CPU vs GPU vs TPU in one page.", 15),
+            "The map of the series, what this machine has, and CPU vs GPU vs TPU in one page.", 30,
+            exercise_minutes=20),
     Chapter("01_cpu_loops.ipynb", "CPU loops",
-            "Matrix multiply as Python loops: count the FLOPs, measure them, see how far from peak we are.", 30),
+            "Matrix multiply as Python loops: count the FLOPs, measure them, see how far from peak we are.", 25,
+            exercise_minutes=25),
     Chapter("02_vectorised_numpy.ipynb", "Vectorised NumPy",
-            "The same work vectorised: SIMD, BLAS and threads, and the CPU roofline.", 40),
+            "The same work vectorised: SIMD, BLAS and threads, and the CPU roofline.", 65, exercise_minutes=25),
     Chapter("03_gpu_cupy.ipynb", "GPUs with CuPy",
             "NumPy code on a GPU by changing one import, what copies and launches cost, then your own CUDA kernels.",
-            60, "GPU"),
+            105, "GPU", exercise_minutes=60),
     Chapter("04_tpu_jax.ipynb", "TPUs with JAX",
             "JAX compiles array code; matmul in bfloat16 on the TPU's systolic array, one computation on 8 chips, "
             "and a matmul kernel of your own in Pallas.",
-            80, "TPU"),
+            90, "TPU", exercise_minutes=55),
     Chapter("05_training.ipynb", "Training a small network",
             "One network on handwritten digits, trained with NumPy, CuPy, JAX and Keras: accuracy, speed, and why.",
-            45, "GPU"),
+            80, "GPU", exercise_minutes=40),
     Chapter("06_when_to_use_which.ipynb", "When to use which",
             "Where accelerators lose: chains of steps, branches, small work, copies and serial parts; "
-            "predict the winner and the bill.", 45, also_on=("GPU",)),
+            "predict the winner and the bill.", 65, also_on=("GPU",), exercise_minutes=20),
     Chapter("07_make_it_fast.ipynb", "Make it fast",
             "Advanced, after 03: a matmul kernel from naive to register-blocked, explained by counting what each warp "
-            "does, predicted for real GPUs and measured against cuBLAS.", 60, "GPU"),
+            "does, predicted for real GPUs and measured against cuBLAS.", 60, "GPU", exercise_minutes=40),
 )
 
 

@@ -1,26 +1,24 @@
 """Prediction prompts and their answers: which cells answer a prompt, and whether anything shows it too early.
 
 A prompt is a markdown cell that asks the learner to guess before running ("**Before you run the next cell:**").
-Its cell metadata names the code cells that answer it and how the answer looks:
+Its cell metadata names the code cells that answer it, and may name the answer's verdict words and the cells above
+whose numbers are not its answer (a table a figure redraws, the same operation measured again):
 
-    "prompt": {"answers": ["<cell id>", ...], "gives_away": ["<regex>", ...]}
+    "prompt": {"answers": ["<cell id>", ...], "words": ["<verdict as printed>", ...], "context": ["<cell id>", ...]}
 
-Hand-outs (`classroom.learner_copy`) clear every code cell from a prompt to its last answer. `problems(nb)` is
-the rule tests/test_prompts.py holds every chapter to: each pattern shows in an answer's output, and in nothing a
-learner sees before the first answer runs. A notebook that is not one, metadata of the wrong shape, and a pattern
-that is no regular expression are each one line; the patterns run through the `regex` module with a time limit,
-so one that backtracks without end, such as '(a+)+$', is named instead of hanging the check.
+Hand-outs (`classroom.learner_copy`) clear every code cell from a prompt to its last answer. `problems(nb)` is the
+rule tests/test_prompts.py holds every chapter to: the answer's telling values (`telling.py`: every number its
+answer prints that is not a given, and its verdict words) show nowhere a learner looks before the answer runs.
+A notebook that is not one and metadata of the wrong shape are each one line; no pattern from a notebook is ever
+run, so nothing a notebook holds can make the check hang.
 """
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
-import regex
-
+from . import telling
 from .notebook_file import notebook_problem
 
 #: The words that open every prediction prompt ("**Before you run the next cell:**", "... the next cells:**",
@@ -28,18 +26,19 @@ from .notebook_file import notebook_problem
 PROMPT = "**Before you "
 #: The cell metadata key that holds a prompt's answers.
 KEY = "prompt"
-#: Seconds one pattern may take to search everything it is searched in: a pattern of the chapters takes
-#: milliseconds; one that backtracks without end is stopped here and named.
-PATTERN_SECONDS = 2.0
+#: The keys a prompt's metadata may hold.
+FIELDS = ("answers", "words", "context")
 
 
 @dataclass(frozen=True)
 class Prompt:
-    """One prompt in a notebook: its cell's index, the indices of its answer cells, the patterns of its answer."""
+    """One prompt in a notebook: its cell's index, the indices of its answer cells, the verdict words its answer
+    prints, and the indices of the cells above it whose numbers the answer repeats."""
 
     index: int
     answers: tuple[int, ...]
-    gives_away: tuple[str, ...]
+    words: tuple[str, ...] = ()
+    context: tuple[int, ...] = ()
 
     @property
     def last(self) -> int:
@@ -58,13 +57,18 @@ def is_prompt(cell: Any) -> bool:
 
 def _source(cell: Any) -> str:
     """A cell's source as one string (a stored notebook may keep it as a list of lines)."""
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
+    return telling.source(cell)
 
 
-def _strings(value: Any) -> bool:
-    """Whether `value` is a non-empty list of strings (as prompt metadata lists its answers and patterns)."""
-    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+def _ids(meta: dict, key: str) -> list:
+    """The ids (or words) a prompt's metadata lists under `key`: a lone string counts as a list of one."""
+    value = meta.get(key, [])
+    return value if isinstance(value, list) else [value]
+
+
+def _strings(value: list) -> bool:
+    """Whether every item of `value` is a non-empty string (as cell ids and verdict words are)."""
+    return all(isinstance(v, str) and v.strip() for v in value)
 
 
 def prompts(nb: Any) -> list[Prompt]:
@@ -77,78 +81,64 @@ def prompts(nb: Any) -> list[Prompt]:
     index_of = {cell.get("id"): i for i, cell in enumerate(cells)}
     found = []
     for i, cell in enumerate(cells):
-        meta = cell["metadata"].get(KEY)
+        meta = cell.get("metadata", {}).get(KEY)
         if not is_prompt(cell) and meta is None:
             continue
         where = f"cell {i} (id {cell.get('id')!r:.40})"
         if not is_prompt(cell):
             raise PromptError(f"{where} has '{KEY}' metadata but does not ask for a prediction ({PROMPT!r})")
-        if not isinstance(meta, dict) or not _strings(meta.get("answers")) or not _strings(meta.get("gives_away")):
+        if not isinstance(meta, dict) or not meta.get("answers") or not _strings(_ids(meta, "answers")):
             raise PromptError(f"{where} asks for a prediction but its metadata does not name its answers: give it "
-                              f'"{KEY}": {{"answers": [ids of the code cells that answer it], "gives_away": '
-                              "[regexes of the answer as shown]}, each a list of strings")
-        answers = tuple(index_of.get(a, -1) for a in meta["answers"])
-        wrong = [a for a, at in zip(meta["answers"], answers, strict=True)
+                              f'"{KEY}": {{"answers": [ids of the code cells that answer it]}}')
+        answers = tuple(index_of.get(a, -1) for a in _ids(meta, "answers"))
+        wrong = [a for a, at in zip(_ids(meta, "answers"), answers, strict=True)
                  if at <= i or cells[at].get("cell_type") != "code"]
         if wrong:
             raise PromptError(f"{where}: answers {wrong!r:.80} are not ids of code cells after the prompt")
-        for pattern in meta["gives_away"]:
-            try:
-                regex.compile(pattern)
-            except regex.error as exc:
-                raise PromptError(f"{where}: gives_away {pattern!r:.60} is not a regular expression ({exc})") from None
-        found.append(Prompt(i, answers, tuple(meta["gives_away"])))
+        for key, what in (("context", "ids of cells above the prompt"), ("words", "the answer's verdicts as printed")):
+            if not _strings(_ids(meta, key)):
+                raise PromptError(f"{where}: {key} must be non-empty strings, {what}")
+        context = tuple(index_of.get(c, -1) for c in _ids(meta, "context"))
+        above = [c for c, at in zip(_ids(meta, "context"), context, strict=True) if not 0 <= at < i]
+        if above:
+            raise PromptError(f"{where}: context {above!r:.80} are not ids of cells above the prompt")
+        found.append(Prompt(i, answers, tuple(_ids(meta, "words")), context))
     return found
 
 
-def output_text(cell: Any) -> str:
-    """All a code cell shows: stream text, every display value (plotly figures as JSON) and error text."""
-    parts = []
-    for output in cell.get("outputs", []):
-        text = output.get("text", "")
-        parts.append(text if isinstance(text, str) else "".join(text))
-        for value in output.get("data", {}).values():
-            if isinstance(value, list) and all(isinstance(line, str) for line in value):
-                parts.append("".join(value))
-            else:
-                parts.append(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
-        parts += [output.get("ename", ""), output.get("evalue", "")]
-    return "\n".join(parts)
+def _unknown_fields(nb: Any) -> list[str]:
+    """A line for each prompt whose metadata holds a key this module does not read (a typo would check nothing)."""
+    lines = []
+    for i, cell in enumerate(nb["cells"]):
+        meta = cell.get("metadata", {}).get(KEY)
+        extra = sorted(map(str, set(meta) - set(FIELDS))) if isinstance(meta, dict) else []
+        if extra:
+            lines.append(f"cell {i}: '{KEY}' metadata holds {extra!r:.80}, which nothing reads: use only "
+                         f"{list(FIELDS)} (the telling numbers are found in the answer's outputs; name its verdicts "
+                         "in 'words')")
+    return lines
+
+
+def give_aways(nb: Any, prompt: Prompt) -> list[str]:
+    """What is wrong with one prompt of the stored notebook `nb`: a verdict word no answer prints, no telling value
+    at all, or a telling value a learner sees before the answer runs."""
+    cells = nb["cells"]
+    tells = telling.telling(cells, prompt.index, prompt.answers, prompt.words, prompt.context)
+    lines = [f"cell {prompt.index}: no answer prints the verdict word {word!r} (in the stored outputs)"
+             for word in telling.unprinted_words(cells, prompt.answers, prompt.words)]
+    if not tells.numbers and not tells.words:
+        lines.append(f"cell {prompt.index}: its answers print no number that is not a given and it names no verdict "
+                     "words: nothing could catch a give-away (name the answer's verdicts in 'words')")
+    lines += [f"cell {prompt.index}: {line} before the answer runs (cell {min(prompt.answers)}): reword or move it; "
+              "a number the answer only repeats from a cell above belongs in the prompt's 'context'"
+              for line in telling.give_aways(cells, prompt.index, prompt.answers, tells, prompt.context)]
+    return lines
 
 
 def problems(nb: Any) -> list[str]:
-    """What is wrong with the prompts of the stored notebook `nb`, one line each: a pattern no answer shows (it
-    could never catch a give-away), or a pattern that something before the first answer already shows."""
+    """What is wrong with the prompts of the stored notebook `nb`, one line each (see give_aways)."""
     try:
         found = prompts(nb)
     except PromptError as exc:
         return [str(exc)]
-    lines = []
-    for prompt in found:
-        for pattern in prompt.gives_away:
-            try:
-                lines += _pattern_problems(nb["cells"], prompt, pattern, time.monotonic() + PATTERN_SECONDS)
-            except TimeoutError:
-                lines.append(f"cell {prompt.index}: gives_away {pattern!r:.60} took over {PATTERN_SECONDS:g} s to "
-                             "search the chapter (it backtracks, as '(a+)+$' does): write it without a repetition "
-                             "inside a repetition")
-    return lines
-
-
-def _pattern_problems(cells: list[Any], prompt: Prompt, pattern: str, deadline: float) -> list[str]:
-    """What is wrong with one of `prompt`'s patterns: no answer shows it, or a cell before the first answer does.
-    A TimeoutError once the search runs past `deadline` (time.monotonic())."""
-    compiled, first = regex.compile(pattern), min(prompt.answers)
-
-    def shows(text: str) -> bool:
-        return compiled.search(text, timeout=max(deadline - time.monotonic(), 0.001)) is not None
-
-    lines = []
-    if not any(shows(output_text(cells[a])) for a in prompt.answers):
-        lines.append(f"cell {prompt.index}: no answer cell shows {pattern!r} (in the stored outputs)")
-    for i, cell in enumerate(cells[:first]):
-        shown = output_text(cell) if cell.get("cell_type") == "code" else _source(cell)
-        if i != prompt.index and shows(shown):
-            lines.append(f"cell {prompt.index}: cell {i} (id {cell.get('id')}) shows {pattern!r} before the answer "
-                         f"(cell {first})")
-    return lines
+    return _unknown_fields(nb) + [line for prompt in found for line in give_aways(nb, prompt)]

@@ -106,39 +106,78 @@ def _lop3(a: np.ndarray, b: np.ndarray, c: np.ndarray, lut: int) -> np.ndarray:
     return out & _MASK
 
 
-def _arith(op: str, v: list[np.ndarray | None]) -> np.ndarray | None:
-    """The 32-bit result of an integer instruction on known operands; None where it is not modelled."""
-    if any(x is None for x in v):
-        return None
-    x: list[np.ndarray] = v  # type: ignore[assignment]
-    base, *mods = op.split(".")
-    base = base[1:] if base.startswith("U") and base not in ("UMOV",) and len(base) > 3 else base
-    if base in ("MOV", "UMOV") and len(x) >= 1:
-        return x[0]
-    if base == "IADD3" and "X" not in mods:
-        return x[-3] + x[-2] + x[-1]
-    if base in ("IADD", "VIADD"):
-        return x[-2] + x[-1]
-    if base == "IMAD" and not {"HI", "X", "WIDE"} & set(mods):
-        return x[0] * x[1] + x[2]
-    if base == "LEA" and not {"HI", "X"} & set(mods):
-        return (x[-3] << int(x[-1][0])) + x[-2]
-    if base == "SHF" and "HI" in mods and "R" in mods:
+def _shf(mods: list[str], x: list[np.ndarray]) -> np.ndarray | None:
+    """SHF: a funnel shift, modelled for the two forms addresses use (right of the high word, left of a U32)."""
+    if "HI" in mods and "R" in mods:
         shift, value = int(x[1][0]) & 31, x[2]
         if "S32" in mods:
             value = np.where(value >= 1 << 31, value - (1 << 32), value)
         return value >> shift
-    if base == "SHF" and "L" in mods and "U32" in mods and "HI" not in mods:
+    if "L" in mods and "U32" in mods and "HI" not in mods:
         return x[0] << (int(x[1][0]) & 31)
-    if base == "LOP3" and "LUT" in mods:
-        return _lop3(x[0], x[1], x[2], int(x[3][0]))
     return None
+
+
+#: Integer instructions the evaluation runs, by base opcode: each takes the modifiers and the known operands and
+#: gives the result, or None for a form it does not model (the high word, the carry, a wide result).
+_ARITH = {
+    "MOV": lambda mods, x: x[0],
+    "UMOV": lambda mods, x: x[0],
+    "IADD3": lambda mods, x: None if "X" in mods else x[-3] + x[-2] + x[-1],
+    "IADD": lambda mods, x: x[-2] + x[-1],
+    "VIADD": lambda mods, x: x[-2] + x[-1],
+    "IMAD": lambda mods, x: None if {"HI", "X", "WIDE"} & set(mods) else x[0] * x[1] + x[2],
+    "LEA": lambda mods, x: None if {"HI", "X"} & set(mods) else (x[-3] << int(x[-1][0])) + x[-2],
+    "SHF": _shf,
+    "LOP3": lambda mods, x: _lop3(x[0], x[1], x[2], int(x[3][0])) if "LUT" in mods else None,
+}
+
+
+def _arith(op: str, v: list[np.ndarray | None]) -> np.ndarray | None:
+    """The 32-bit result of an integer instruction on known operands; None where it is not modelled."""
+    if not v or any(x is None for x in v):
+        return None
+    base, *mods = op.split(".")
+    base = base[1:] if base.startswith("U") and base != "UMOV" and len(base) > 3 else base
+    rule = _ARITH.get(base)
+    return rule(mods, v) if rule else None
 
 
 #: Opcodes that write no register the evaluation follows (branches, barriers, predicates, stores, the math the
 #: addresses never read): skipped. Any other opcode it cannot evaluate makes its destination unknown.
 _NO_DEST = ("BRA", "BAR", "EXIT", "NOP", "ISETP", "UISETP", "PLOP3", "STS", "STG", "BSSY", "BSYNC", "BMOV", "CALL",
             "RET", "WARPSYNC", "DEPBAR", "MEMBAR", "FSETP", "RED", "ATOMS", "YIELD")
+
+
+def _special(lanes: Lanes, base: str, dest: str, src: list[str]) -> None:
+    """S2R / S2UR read a special register (the thread's index...); CS2R zeroes a register pair."""
+    if base == "CS2R":
+        lanes.set(dest, np.zeros(WARP, np.int64), 2)
+    else:
+        lanes.set(dest, lanes.special.get(src[0], np.zeros(WARP, np.int64)), 1)
+
+
+def _constant_load(lanes: Lanes, opcode: str, dest: str, src: list[str]) -> None:
+    """LDC / ULDC: a word of the constant bank (the kernel's arguments, blockDim); .64 loads the next word too."""
+    word = _CONST.match(src[0])
+    lanes.set(dest, lanes.value(src[0]), 1)
+    if ".64" in opcode and word:
+        hi_name = re.sub(r"\d+$", lambda m: str(int(m[0]) + 1), dest)
+        lanes.set(hi_name, lanes.value(f"c[{word[1]}][{hex(int(word[2], 16) + 4)}]"))
+
+
+def _half_pair(lanes: Lanes, dest: str, src: list[str]) -> bool:
+    """HFMA2 -RZ, RZ, h1, h2: the compiler's way of writing a constant (0 * 0 + two float16 halves). False if
+    this HFMA2 is not that form."""
+    if src[:2] != ["-RZ", "RZ"] or len(src) != 4:
+        return False
+    try:
+        halves = [int(np.float16(float(h)).view(np.uint16)) for h in src[2:]]
+    except ValueError:  # a half the listing spells otherwise (INF, NAN): not an address
+        lanes.set(dest, None)
+        return True
+    lanes.set(dest, np.full(WARP, halves[0] << 16 | halves[1], np.int64))
+    return True
 
 
 def _step(lanes: Lanes, ins: Instruction) -> None:
@@ -149,28 +188,12 @@ def _step(lanes: Lanes, ins: Instruction) -> None:
         return
     dest, src = ops[0], [o for o in ops[1:] if not re.fullmatch(r"!?U?P[T\d]+", o)]
     if base in ("S2R", "S2UR", "CS2R"):
-        lanes.set(dest, lanes.special.get(src[0], np.zeros(WARP, np.int64)) if base != "CS2R" else
-                  np.zeros(WARP, np.int64), 2 if base == "CS2R" else 1)
-        return
-    if base in ("ULDC", "LDC"):
-        wide = ".64" in opcode
-        word = _CONST.match(src[0])
-        low = lanes.value(src[0])
-        lanes.set(dest, low, 1)
-        if wide and word:
-            hi_name = re.sub(r"\d+$", lambda m: str(int(m[0]) + 1), dest)
-            lanes.set(hi_name, lanes.value(f"c[{word[1]}][{hex(int(word[2], 16) + 4)}]"))
-        return
-    if base == "HFMA2" and src[:2] == ["-RZ", "RZ"] and len(src) == 4:  # the compiler's way of writing a constant:
-        try:  # 0 * 0 + (two float16 halves)
-            halves = [int(np.float16(float(h)).view(np.uint16)) for h in src[2:]]
-        except ValueError:  # a half the listing spells otherwise (INF, NAN): not an address
-            lanes.set(dest, None)
-            return
-        lanes.set(dest, np.full(WARP, halves[0] << 16 | halves[1], np.int64))
-        return
-    width = 4 if ".128" in opcode else 2 if ".64" in opcode or ".WIDE" in opcode else 1
-    lanes.set(dest, _arith(opcode, [lanes.value(s) for s in src]), width)
+        _special(lanes, base, dest, src)
+    elif base in ("ULDC", "LDC"):
+        _constant_load(lanes, opcode, dest, src)
+    elif not (base == "HFMA2" and _half_pair(lanes, dest, src)):
+        width = 4 if ".128" in opcode else 2 if ".64" in opcode or ".WIDE" in opcode else 1
+        lanes.set(dest, _arith(opcode, [lanes.value(s) for s in src]), width)
 
 
 def address(lanes: Lanes, ins: Instruction) -> np.ndarray | None:

@@ -26,7 +26,7 @@ from . import glossary, records
 from .files import OutputError as ClassroomError
 from .files import output_folder, read_small_file, replace_file
 from .notebook_file import NotebookFileError, read_notebook
-from .project import CHAPTERS
+from .project import CHAPTERS, TIME_NOTE
 from .upkeep import PLOTLY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,11 +186,12 @@ def _text_page(title: str, markdown: str, nav: str) -> str:
 def index_html(recorded: str = "") -> str:
     """The chapter map, as the book's first page (with `recorded`, the list of recorded runs, under it)."""
     rows = "".join(f'<tr><td>{c.file[:2]}</td><td><a href="{_page(c.file)}">{escape(c.title)}</a></td>'
-                   f"<td>{escape(c.promise)}</td><td>{c.minutes} min</td></tr>" for c in CHAPTERS)
+                   f"<td>{escape(c.promise)}</td><td>{escape(c.time)}</td></tr>" for c in CHAPTERS)
     return _text_page("From Loops to TPUs", (
         "<h1>From Loops to TPUs</h1><p>Why GPUs and TPUs make deep learning fast, measured. This book shows every "
         "chapter as it was last run on the authors' machine; open the notebooks to measure yours.</p>"
-        f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>{recorded}"
+        f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>"
+        f"<p>{escape(TIME_NOTE)}</p>{recorded}"
         '<p>Teaching with it? <a href="teaching.html">The teacher guide</a>. A word you do not know? '
         '<a href="glossary.html">The glossary</a>.</p>'), _nav(-1))
 

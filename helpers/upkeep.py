@@ -35,7 +35,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 from nbclient.util import run_sync
 from nbformat import NotebookNode
 
-from . import project
+from . import chapter_time, guide, project
 from .files import replace_file
 from .notebook_file import NotebookFileError, read_notebook, read_notebook_text
 from .timing import BusyMachineWarning, NoisyTimingWarning
@@ -56,6 +56,8 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 #: Cell metadata that changes on every run or every Colab view: dropped so diffs stay quiet.
 VOLATILE_CELL_METADATA = ("execution", "executionInfo", "outputId", "colab")
 ROLES = ("header", "setup")  # the tags (and fixed cell ids) of cells 0 and 1
+#: Where the headers' times are explained (from a notebook in notebooks/).
+TIME_RULE = "../docs/teaching.md#how-long-each-chapter-takes"
 #: Environment of every kernel this module starts. glibc gives a process up to 8 malloc arenas per core and
 #: keeps what XLA's threads free in them: re-running chapter 04 in one kernel grew it by 30-100 MB a run, all of
 #: it free memory held by 16 arenas. Two arenas hold it flat and leave the timings as they were. The limit is
@@ -140,7 +142,8 @@ def _links(chapter: project.Chapter) -> str:
 def header_source(number: int, chapter: project.Chapter) -> str:
     """The markdown of cell 0: title, promise, where to run it, time (and Colab runtime)."""
     runtime = _runtime(chapter)
-    time_line = f"Estimated time: {chapter.minutes} minutes" + (f" · Runtime: {runtime[2]}" if runtime else "")
+    time_line = (f"Time: about {chapter.minutes} minutes to read and run, plus {chapter.exercise_minutes} for the "
+                 f"exercises ([how we count]({TIME_RULE}))" + (f" · Runtime: {runtime[2]}" if runtime else ""))
     return "\n".join([f"# {number:02d} · {chapter.title}", "", chapter.promise, "", _links(chapter), "", time_line])
 
 
@@ -199,8 +202,10 @@ def synced(nb: NotebookNode, number: int, chapter: project.Chapter) -> NotebookN
         if not isinstance(cell_id, str) or cell_id in taken or not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", cell_id):
             cell["id"] = _fresh_id(index, cell, taken)
         taken.add(cell["id"])
-    return nbformat.v4.new_notebook(cells=[header, setup, *body],
-                                    metadata=notebook_metadata(chapter, nb.metadata.get("language_info")))
+    metadata = notebook_metadata(chapter, nb.metadata.get("language_info"))
+    if isinstance(nb.metadata.get(chapter_time.RUN_KEY), dict):  # what the stored run took: execute records it
+        metadata[chapter_time.RUN_KEY] = dict(nb.metadata[chapter_time.RUN_KEY])
+    return nbformat.v4.new_notebook(cells=[header, setup, *body], metadata=metadata)
 
 
 def dumps(nb: NotebookNode) -> str:
@@ -214,11 +219,11 @@ def chapter_map() -> str:
     rows = ["| # | Notebook | What you get | Time | Colab | Binder |", "|---|---|---|---|---|---|"]
     for number, chapter in enumerate(project.CHAPTERS):
         runtime = _runtime(chapter)
-        duration = f"{chapter.minutes} min" + (f" · {runtime[2]}" if runtime else "")
+        duration = chapter.time + (f" · {runtime[2]}" if runtime else "")
         cells = [f"{number:02d}", f"[{chapter.title}](notebooks/{chapter.file})", chapter.promise, duration,
                  *_badges(chapter)]
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(rows)
+    return "\n".join([*rows, "", project.TIME_NOTE])
 
 
 def synced_readme(text: str) -> str | None:
@@ -250,6 +255,38 @@ def _readme_problem(root: Path) -> str | None:
     return None if want == text else f"README.md: chapter map out of step ({FIX})"
 
 
+def _guide_text(root: Path) -> tuple[str | None, str | None, list[str]]:
+    """(the teacher guide, as sync would write it, why a chapter's part cannot be written), from the stored
+    notebooks; (None, None, []) where there is no guide."""
+    path = root / "docs" / "teaching.md"
+    if not path.exists():
+        return None, None, []
+    text, stored, cannot = path.read_text(encoding="utf-8"), {}, []
+    for number, chapter in enumerate(project.CHAPTERS):
+        notebook = root / "notebooks" / chapter.file
+        if guide.markers(number)[0] not in text or not notebook.exists():
+            continue
+        try:
+            nb = read_notebook(notebook)
+            guide.block(nb)
+        except (ValueError, KeyError) as exc:  # chapter_time.NoStoredRun, prompts.PromptError, an unreadable file
+            cannot.append(f"docs/teaching.md: chapter {number:02d}'s answers cannot be written: {exc}")
+            continue
+        stored[number] = nb
+    return text, guide.synced(text, stored), cannot
+
+
+def _sync_guide(root: Path) -> tuple[bool, bool]:
+    """Rewrite the teacher guide's generated parts from the stored notebooks: (ok, changed)."""
+    text, want, cannot = _guide_text(root)
+    for line in cannot:
+        print(line)
+    if want is not None and want != text:
+        (root / "docs" / "teaching.md").write_text(want, encoding="utf-8")
+        print("updated docs/teaching.md (its answers and minutes, from the stored notebooks)")
+    return not cannot, want != text
+
+
 def problems(root: Path) -> list[str]:
     """Everything under `root` that is out of step with helpers/project.py, one line each."""
     found = []
@@ -270,7 +307,10 @@ def problems(root: Path) -> list[str]:
     found += [f"notebooks/{path.name}: not in helpers/project.py CHAPTERS (add it there or remove it)"
               for path in sorted((root / "notebooks").glob("*.ipynb")) if path.name not in listed]
     readme = _readme_problem(root)
-    return found + ([readme] if readme else [])
+    text, want, cannot = _guide_text(root)
+    stale = [f"docs/teaching.md: answers or minutes out of step with the stored notebooks ({FIX})"] \
+        if want != text else []
+    return found + ([readme] if readme else []) + cannot + stale
 
 
 def _sync_readme(root: Path) -> tuple[bool, bool]:
@@ -304,9 +344,10 @@ def sync(chapters: Sequence[tuple[int, project.Chapter]], root: Path) -> int:
             replace_file(path, new.encode("utf-8"))
             print(f"{'updated' if text is not None else 'created'} notebooks/{chapter.file}")
             changed = True
-    if ok and not changed:
+    guide_ok, guide_changed = _sync_guide(root)
+    if ok and guide_ok and not (changed or guide_changed):
         print("everything already in step")
-    return 0 if ok else 1
+    return 0 if ok and guide_ok else 1
 
 
 def run_notebook(nb: NotebookNode, cwd: Path, timeout: int = CELL_TIMEOUT,
@@ -426,11 +467,14 @@ def noisy_timings(nb: NotebookNode) -> list[int]:
 
 
 def _quiet_run(path: Path, number: int, chapter: project.Chapter, root: Path) -> tuple[NotebookNode, list[int]]:
-    """The chapter run top to bottom, again until no timing is disturbed, RUNS times at most: the last run, and
-    the cells of its disturbed timings (none when it was quiet)."""
+    """The chapter run top to bottom, again until no timing is disturbed, RUNS times at most: the last run, with the
+    seconds it took in its metadata (chapter_time.RUN_KEY: the run time of a chapter's header), and the cells of its
+    disturbed timings (none when it was quiet)."""
     for _ in range(RUNS):
+        start = time.perf_counter()
         done = run_notebook(synced(read_notebook(path), number, chapter), root / "notebooks",
                             kernel=kernel_spec(sys.executable, env={project.STATIC_ENV: "1"}))
+        done.metadata[chapter_time.RUN_KEY] = {"run_seconds": round(time.perf_counter() - start)}
         noisy = noisy_timings(done)
         if not noisy:
             break
@@ -464,7 +508,8 @@ def _execute(chapters: Sequence[tuple[int, project.Chapter]], root: Path, ok: bo
             return 1
         replace_file(path, dumps(synced(done, number, chapter)).encode("utf-8"))
         print(f"notebooks/{chapter.file}: executed in {time.perf_counter() - start:.1f} s, {images} static images")
-    return 0 if ok else 1
+    guide_ok = _sync_guide(root)[0]  # the teacher guide's answers come from the outputs just stored
+    return 0 if ok and guide_ok else 1
 
 
 def _select(names: Sequence[str]) -> list[tuple[int, project.Chapter]]:

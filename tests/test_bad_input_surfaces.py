@@ -42,6 +42,8 @@ from helpers import (
     glossary,
     kernel_checks,
     make_it_fast,
+    mlp,
+    momentum,
     pallas,
     plots,
     roofline,
@@ -56,6 +58,9 @@ from helpers.limits import time_limit
 
 T4 = specs.get("NVIDIA T4")
 VECTOR_ADD = cuda.kernel_source("vector_add.cu")
+DIGITS = mlp.load_digits_split()
+START = mlp.init_params(DIGITS.n_features, 8, DIGITS.n_classes)
+ORDER = mlp.batch_order(len(DIGITS.y_train), 4, 1)[0][:3]
 MATMUL = _solution("matmul_tiled_rect")
 N = 8
 
@@ -133,6 +138,11 @@ SURFACES = [
                 "tile": (1, 33, 16.0)}),
     Public(kernel_checks.silu_reference, {"x": np.ones(3, np.float32)}),
     Public(kernel_checks.scale_reference, {"x": np.ones(3, np.float32), "factor": 1.5}),
+    # ---------------------------------------------------------------- chapter 05's momentum exercise
+    Public(momentum.reference, {"data": DIGITS, "params": START, "idx": ORDER, "lr": 0.2, "mu": 0.9, "steps": 2},
+           bad={"idx": (ORDER[:1], ORDER.astype(float), ORDER + 10**6, ORDER[None])}),
+    Public(momentum.check, {"step": lambda p, v, x, y: (p, v, 1.0), "data": DIGITS, "params": START, "idx": ORDER,
+                            "lr": 0.2, "mu": 0.9, "steps": 2}),
     # ---------------------------------------------------------------- the model
     Public(roofline.published_spec, {"device": "NVIDIA T4"}, bad={"device": ("definitely not a T4", "x" * 10**7)}),
     Public(roofline.roofs, {"device": "NVIDIA T4"}),

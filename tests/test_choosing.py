@@ -214,15 +214,15 @@ def test_dollars_read_as_people_write_them(amount, shown):
 
 
 def test_the_winner_quiz_is_judged_by_the_model():
-    right = {"big bf16 matrix products": "NVIDIA H100 SXM", "1,000 tiny adds, one after another": "CPU",
+    right = {"3 x 3 filter on a 4K image in device memory": "NVIDIA H100 SXM", "one 32 x 32 matrix product": "CPU",
              "sum of 10 billion floats in device memory": "NVIDIA H100 SXM"}
     assert choosing.wrong_winners(right) is None
-    wrong = choosing.wrong_winners({**right, "big bf16 matrix products": "TPU v5e"})
-    assert wrong == "big bf16 matrix products: the model says NVIDIA H100 SXM (decided by compute)"
-    assert "each answer is one of 'CPU'" in choosing.wrong_winners({**right, "big bf16 matrix products": "GPU"})
+    wrong = choosing.wrong_winners({**right, "3 x 3 filter on a 4K image in device memory": "TPU v5e"})
+    assert wrong == "3 x 3 filter on a 4K image in device memory: the model says NVIDIA H100 SXM (decided by memory)"
+    assert "each answer is one of 'CPU'" in choosing.wrong_winners({**right, "one 32 x 32 matrix product": "GPU"})
     assert "expected a dict with the keys" in choosing.wrong_winners(["TPU v5e"])
     with pytest.raises(NotImplementedError):
-        choosing.wrong_winners({**right, "big bf16 matrix products": ...})
+        choosing.wrong_winners({**right, "one 32 x 32 matrix product": ...})
     sum_big = roofline.decide(**choosing.WINNER_QUIZ["sum of 10 billion floats in device memory"])
     assert [e.fits for e in sum_big.estimates[1:]] == [False, True, False]  # 40 GB: only the H100's 80 GB hold it
 

@@ -62,7 +62,7 @@ def test_a_copy_clears_every_cell_up_to_a_later_answer_even_past_text() -> None:
                 nbformat.v4.new_markdown_cell("Some text between."),
                 nbformat.v4.new_code_cell("answer", outputs=[shown]),
                 nbformat.v4.new_code_cell("after", outputs=[shown])]
-    nb.cells[1].metadata["prompt"] = {"answers": [nb.cells[4].id], "gives_away": ["42"]}
+    nb.cells[1].metadata["prompt"] = {"answers": [nb.cells[4].id]}
     copy = classroom.learner_copy(nb)
     assert [bool(c.get("outputs")) for c in copy.cells if c.cell_type == "code"] == [True, False, False, True]
     del nb.cells[1].metadata["prompt"]

@@ -210,7 +210,8 @@ def test_the_stored_pins_are_exact_and_sourced(image: run.Image) -> None:
 def test_the_gpu_pins_add_what_the_series_uses_on_a_gpu_to_the_base_both_runtimes_share() -> None:
     gpu, tpu = _pins(GPU.pins.read_text(encoding="utf-8")), _pins(TPU.pins.read_text(encoding="utf-8"))
     assert set(refresh.GPU_SERIES) == {"cupy-cuda12x", "cuda-pathfinder", "jax-cuda12-plugin", "jax-cuda12-pjrt",
-                                       "nvidia-cuda-nvrtc-cu12"}
+                                       "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-runtime-cu12", "nvidia-cuda-cccl-cu12",
+                                       "nvidia-cuda-nvcc-cu12"}
     assert set(gpu) - set(tpu) == set(refresh.GPU_SERIES)
     assert gpu["cupy-cuda12x"].split(".")[0] == "14" and gpu["jax-cuda12-plugin"] == gpu["jax-cuda12-pjrt"]
     assert gpu["jax-cuda12-plugin"] == gpu["jax"] == gpu["jaxlib"]
@@ -223,7 +224,8 @@ def test_the_gpu_pins_add_what_the_series_uses_on_a_gpu_to_the_base_both_runtime
 TPU_FREEZE = "numpy==2.1.3\nlibtpu==0.0.21.1\njax==0.7.2\nchex==0.1.90\ntorch @ https://x.org/torch-2.9.0.whl\n"
 GPU_FREEZE = ("# generated\nnumpy==2.1.3\njax==0.7.2\ntorch==2.11.0+cu128\ncupy-cuda12x==14.0.1\n"
               "cuda-pathfinder==1.6.0\njax-cuda12-plugin==0.7.2\njax-cuda12-pjrt==0.7.2\ntensorflow==2.20.0\n"
-              "nvidia-cuda-nvrtc-cu12==12.8.93\ncudf-cu12==26.2.1\nnvidia-cublas-cu12==12.8.4.1\n"
+              "nvidia-cuda-nvrtc-cu12==12.8.93\nnvidia-cuda-runtime-cu12==12.8.90\n"
+              "nvidia-cuda-cccl-cu12==12.9.27\nnvidia-cuda-nvcc-cu12==12.8.93\ncudf-cu12==26.2.1\nnvidia-cublas-cu12==12.8.4.1\n"
               "cucim-cu12 @ https://pypi.nvidia.com/cucim-cu12/cucim_cu12-26.2.1.whl\n")
 
 
@@ -231,7 +233,8 @@ def test_refresh_makes_the_gpu_pins_from_the_shared_base_and_the_series_gpu_pack
     text = refresh.gpu_pins(GPU_FREEZE, TPU_FREEZE, "3.13", "a" * 40, "2026-08-19")
     assert [line for line in text.splitlines() if not line.startswith("#")] == [
         "numpy==2.1.3", "jax==0.7.2", "cupy-cuda12x==14.0.1", "cuda-pathfinder==1.6.0", "jax-cuda12-plugin==0.7.2",
-        "jax-cuda12-pjrt==0.7.2", "nvidia-cuda-nvrtc-cu12==12.8.93"]
+        "jax-cuda12-pjrt==0.7.2", "nvidia-cuda-nvrtc-cu12==12.8.93", "nvidia-cuda-runtime-cu12==12.8.90",
+        "nvidia-cuda-cccl-cu12==12.9.27", "nvidia-cuda-nvcc-cu12==12.8.93"]
     assert text.startswith("# Colab's GPU runtime, as Google publishes it: pip-freeze.gpu.txt of\n")
     assert "# python: 3.13" in text and f"at commit {'a' * 40} (2026-08-19)" in text
     assert "#   cupy-cuda12x (CuPy: chapters 03, 05, 06 and 07)" in text

@@ -110,7 +110,8 @@ def test_sync_writes_header_setup_and_metadata_and_keeps_the_rest(tmp_repo: Path
     assert f"**[Open in Colab]({project.colab_url(chapter.file)})**" in header.source
     assert f"**[Open in Binder]({project.binder_url(chapter.file)})**" in header.source
     assert "![" not in header.source, "no picture from another host: opening the notebook fetches nothing"
-    assert header.source.endswith(f"Estimated time: {chapter.minutes} minutes")
+    assert header.source.endswith(f"Time: about {chapter.minutes} minutes to read and run, plus "
+                                  f"{chapter.exercise_minutes} for the exercises ([how we count]({upkeep.TIME_RULE}))")
     assert (setup.id, setup.cell_type, setup.metadata.tags, setup.outputs) == ("setup", "code", ["setup"], [])
     assert setup.source == upkeep.setup_source()
     assert prose.source == "Some prose." and code.source == "x = 6 * 7\nprint(x)"
@@ -163,7 +164,8 @@ def test_accelerator_chapters_ask_colab_for_their_runtime(accelerator: str, gpu_
     chapter = project.Chapter("07_fast.ipynb", "Fast", "Speed.", 20, accelerator)
     nb = upkeep.synced(nbformat.v4.new_notebook(), 7, chapter)
     assert nb.metadata.accelerator == accelerator and nb.metadata.colab == {"provenance": [], "gpuType": gpu_type}
-    assert f"Estimated time: 20 minutes · Runtime: {hint}" in nb.cells[0].source
+    assert "Time: about 20 minutes to read and run, plus 0 for the exercises" in nb.cells[0].source
+    assert f"[how we count]({upkeep.TIME_RULE})) · Runtime: {hint}" in nb.cells[0].source
 
 
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["check", "extra"], ["sync", "nope.ipynb"], ["execute", "-x"]])

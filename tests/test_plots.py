@@ -282,3 +282,14 @@ def test_gflops_by_size_refuses_what_it_cannot_plot():
         plots.gflops_by_size({})
     with pytest.raises(TypeError, match="needs a dict"):
         plots.gflops_by_size([timing("t", "jax", 1e-3, flops=1e6, n=64)])
+
+
+def test_the_kernel_ladder_stacks_the_labels_of_points_that_sit_together() -> None:
+    points = [("1 naive", 15.0, 88e9, None), ("2 coalesced", 15.0, 858e9, None),
+              ("5 2D block tiling", 110.0, 3397e9, None), ("6 float4", 110.0, 3397e9, None),
+              ("7 no bank conflicts", 111.0, 3410e9, 3300e9)]
+    fig = plots.kernel_ladder(T4, points)
+    predicted = next(t for t in fig.data if t.name == "predicted")
+    assert list(predicted.text) == ["1 naive", "2 coalesced", "5 2D block tiling<br>6 float4<br>7 no bank conflicts",
+                                    "", ""]
+    assert len(predicted.x) == 5 and [t.name for t in fig.data].count("measured here") == 1

@@ -188,15 +188,14 @@ def test_a_printed_source_gives_values_and_meanings_not_the_models_internal_name
 # --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
 
 INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "compiled", "cpu", "files", "glossary", "hardware",
-                  "host_calls", "limits", "notebook_file", "notice", "nvrtc", "plots", "precision", "progress",
-                  "project", "roofline", "shared_passes", "specs", "style", "timing", "validate", "widgets",
-                  "workloads"}
+                  "host_calls", "limits", "notice", "nvrtc", "plots", "precision", "progress", "project", "roofline",
+                  "shared_passes", "specs", "style", "timing", "validate", "widgets", "workloads"}
 CHAPTER = {"asynchrony", "choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks",
-           "lessons", "counter_checks", "make_it_fast", "pallas", "mandelbrot", "mlp", "sharding", "systolic",
-           "tensor_checks", "tensor_cores", "threads", "training"}
+           "lessons", "counter_checks", "make_it_fast", "pallas", "mandelbrot", "mlp", "momentum", "sharding",
+           "systolic", "tensor_checks", "tensor_cores", "threads", "training"}
 # The front door and the commands:
-TOOLS = {"__init__", "__main__", "classroom", "evidence", "gpu_report", "prompts", "records", "run_checks", "site",
-         "solutions", "upkeep"}
+TOOLS = {"__init__", "__main__", "chapter_time", "classroom", "evidence", "gpu_report", "guide", "notebook_file",
+         "prompts", "records", "run_checks", "site", "solutions", "telling", "upkeep"}
 
 
 def _imported(path: Path) -> set[str]:

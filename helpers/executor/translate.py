@@ -768,14 +768,7 @@ class Translator:
         if isinstance(node, c_ast.ArrayRef) and (found := wmma.element(self, node, line)) is not None:
             return found  # frag.x[i]
         if isinstance(node, c_ast.ArrayRef) or (isinstance(node, c_ast.UnaryOp) and node.op == "*"):
-            kind, base, index = self.address(node, line)
-            if kind == "row":  # a row of a 2-D array, used as a pointer to its first element
-                return f"_c.ref({base}, {index}, {line}, {self.mask})", CType(self.element_type(node).name,
-                                                                               pointer=True)
-            etype = self.element_type(node)
-            if vectors.is_vector(etype):
-                return f"_c.ldv({base}, {index}, {vectors.width(etype)}, {line}, {self.mask})", etype
-            return f"_c.ld{kind}({base}, {index}, {line}, {self.mask})", etype
+            return self.load(node, line)
         if isinstance(node, c_ast.Cast):
             return self.explicit_cast(node, line)
         if isinstance(node, c_ast.UnaryOp):
@@ -787,18 +780,32 @@ class Translator:
         if isinstance(node, c_ast.FuncCall):
             return self.call(node, line)
         if isinstance(node, c_ast.Assignment):
-            if not isinstance(node.lvalue, c_ast.ID):
-                raise UnsupportedSyntax("an assignment to an array element inside an expression: make it a "
-                                        "statement of its own", line)
-            var = self.lookup(node.lvalue.name, line)
-            if var.cell:
-                raise UnsupportedSyntax("an assignment to a __shared__ variable inside an expression: make it a "
-                                        "statement of its own", line)
-            statement = self.assign(node.lvalue, node.op, node.rvalue, line)
-            return f"({var.py} := {statement.split(' = ', 1)[1]})", var.type
+            return self.assignment_value(node, line)
         if isinstance(node, c_ast.ExprList):
             raise UnsupportedSyntax("the comma operator (a, b): write two statements", line)
         raise UnsupportedSyntax(f"the expression {type(node).__name__}", line)
+
+    def load(self, node: c_ast.ArrayRef | c_ast.UnaryOp, line: int | None) -> tuple[str, CType]:
+        """a[i] or *p read from memory; a row of a 2-D array stays a pointer to its first element."""
+        kind, base, index = self.address(node, line)
+        if kind == "row":
+            return f"_c.ref({base}, {index}, {line}, {self.mask})", CType(self.element_type(node).name, pointer=True)
+        etype = self.element_type(node)
+        if vectors.is_vector(etype):
+            return f"_c.ldv({base}, {index}, {vectors.width(etype)}, {line}, {self.mask})", etype
+        return f"_c.ld{kind}({base}, {index}, {line}, {self.mask})", etype
+
+    def assignment_value(self, node: c_ast.Assignment, line: int | None) -> tuple[str, CType]:
+        """x = v used as a value (while ((x = f()) > 0)): only a plain local variable may be assigned there."""
+        if not isinstance(node.lvalue, c_ast.ID):
+            raise UnsupportedSyntax("an assignment to an array element inside an expression: make it a "
+                                    "statement of its own", line)
+        var = self.lookup(node.lvalue.name, line)
+        if var.cell:
+            raise UnsupportedSyntax("an assignment to a __shared__ variable inside an expression: make it a "
+                                    "statement of its own", line)
+        statement = self.assign(node.lvalue, node.op, node.rvalue, line)
+        return f"({var.py} := {statement.split(' = ', 1)[1]})", var.type
 
     def explicit_cast(self, node: c_ast.Cast, line: int | None) -> tuple[str, CType]:
         """(T)x, and the C++ casts lowered to it: as an implicit conversion, except that it may drop a pointer's
@@ -1016,15 +1023,8 @@ class Translator:
             return warp.TRANSLATE[name](self, args, line)
         if name.startswith("make_") and name[5:] in VECTORS:
             return vectors.make(self, name, args, line)
-        if name in BIT_CASTS:
-            frm, to = BIT_CASTS[name]
-            self.arity(name, args, 1, line)
-            return f"_bits({self.convert(args[0], frm, line)}, {DTYPES[frm.name]!r}, {DTYPES[to.name]!r})", to
-        if name in BIT_INTRINSICS:
-            frm, to = BIT_INTRINSICS[name]
-            self.arity(name, args, 1, line)
-            bits = 64 if name.endswith("ll") else 32
-            return self.wrap(f"_bit_{name.strip('_').rstrip('l')}({self.convert(args[0], frm, line)}, {bits})", to), to
+        if name in BIT_CASTS or name in BIT_INTRINSICS:
+            return self.bits(name, args, line)
         if name == "printf":
             return self.printf(args, line)
         if name == "assert":
@@ -1033,11 +1033,7 @@ class Translator:
         if name in MATH or name in MATH2:
             return self.math(name, args, line)
         if name in FMA:
-            self.arity(name, args, 3, line)
-            t = FMA[name]
-            self.flops += 2
-            a, b, c = (self.convert(x, t, line) for x in args)
-            return f"_fma({a}, {b}, {c})", t
+            return self.fma(name, args, line)
         if name in ("min", "max", "abs"):
             return self.min_max_abs(name, args, line)
         if name in ATOMICS:
@@ -1045,6 +1041,25 @@ class Translator:
         raise UnsupportedSyntax(f"the function {name}(): the CPU executor knows the common math functions "
                                 "(expf, sqrtf, fmaxf, ...), min, max, abs, atomicAdd and your __device__ "
                                 "functions defined above it", line)
+
+    def bits(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """__float_as_int and the other bit casts (the same bits read as another type), and __popc, __clz and the
+        other bit intrinsics."""
+        self.arity(name, args, 1, line)
+        if name in BIT_CASTS:
+            frm, to = BIT_CASTS[name]
+            return f"_bits({self.convert(args[0], frm, line)}, {DTYPES[frm.name]!r}, {DTYPES[to.name]!r})", to
+        frm, to = BIT_INTRINSICS[name]
+        bits = 64 if name.endswith("ll") else 32
+        return self.wrap(f"_bit_{name.strip('_').rstrip('l')}({self.convert(args[0], frm, line)}, {bits})", to), to
+
+    def fma(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
+        """fmaf(a, b, c) and its kin: a * b + c rounded once, two FLOPs."""
+        self.arity(name, args, 3, line)
+        t = FMA[name]
+        self.flops += 2
+        a, b, c = (self.convert(x, t, line) for x in args)
+        return f"_fma({a}, {b}, {c})", t
 
     def atomic(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """atomicAdd(&a[i], v) and the others, atomicCAS(&a[i], compare, v) too, on global, shared or local memory:

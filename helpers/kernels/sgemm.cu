@@ -18,7 +18,7 @@ extern "C" __global__ void sgemm_naive(const float* A, const float* B, float* C,
 }
 
 // 2. Coalesced: the same arithmetic, but thread x takes a COLUMN of C. A warp's 32 threads now read one number
-//    of A (a broadcast) and 32 neighbouring numbers of B: 1 + 4 sectors per pair of loads instead of 32 + 1.
+//    of A (all 32 threads the same one, a broadcast) and 32 neighbouring numbers of B, side by side in memory.
 extern "C" __global__ void sgemm_coalesced(const float* A, const float* B, float* C, int n) {
     int col = blockIdx.x * 32 + threadIdx.x;
     int row = blockIdx.y * 32 + threadIdx.y;
