@@ -71,6 +71,29 @@ def _strings(value: list) -> bool:
     return all(isinstance(v, str) and v.strip() for v in value)
 
 
+def _prompt(cells: list[Any], i: int, meta: Any, index_of: dict[Any, int]) -> Prompt:
+    """The prompt in cell `i` read from its metadata `meta`, or a PromptError naming what is wrong with it."""
+    where = f"cell {i} (id {cells[i].get('id')!r:.40})"
+    if not is_prompt(cells[i]):
+        raise PromptError(f"{where} has '{KEY}' metadata but does not ask for a prediction ({PROMPT!r})")
+    if not isinstance(meta, dict) or not meta.get("answers") or not _strings(_ids(meta, "answers")):
+        raise PromptError(f"{where} asks for a prediction but its metadata does not name its answers: give it "
+                          f'"{KEY}": {{"answers": [ids of the code cells that answer it]}}')
+    answers = tuple(index_of.get(a, -1) for a in _ids(meta, "answers"))
+    wrong = [a for a, at in zip(_ids(meta, "answers"), answers, strict=True)
+             if at <= i or cells[at].get("cell_type") != "code"]
+    if wrong:
+        raise PromptError(f"{where}: answers {wrong!r:.80} are not ids of code cells after the prompt")
+    for key, what in (("context", "ids of cells above the prompt"), ("words", "the answer's verdicts as printed")):
+        if not _strings(_ids(meta, key)):
+            raise PromptError(f"{where}: {key} must be non-empty strings, {what}")
+    context = tuple(index_of.get(c, -1) for c in _ids(meta, "context"))
+    above = [c for c, at in zip(_ids(meta, "context"), context, strict=True) if not 0 <= at < i]
+    if above:
+        raise PromptError(f"{where}: context {above!r:.80} are not ids of cells above the prompt")
+    return Prompt(i, answers, tuple(_ids(meta, "words")), context)
+
+
 def prompts(nb: Any) -> list[Prompt]:
     """Every prompt of the notebook `nb` with its answer cells, or a PromptError naming the first one that does
     not say which code cells after it answer it (or the notebook's own fault, when it is not one)."""
@@ -79,31 +102,8 @@ def prompts(nb: Any) -> list[Prompt]:
         raise PromptError(f"the prompts cannot be read: {problem}")
     cells = nb["cells"]
     index_of = {cell.get("id"): i for i, cell in enumerate(cells)}
-    found = []
-    for i, cell in enumerate(cells):
-        meta = cell.get("metadata", {}).get(KEY)
-        if not is_prompt(cell) and meta is None:
-            continue
-        where = f"cell {i} (id {cell.get('id')!r:.40})"
-        if not is_prompt(cell):
-            raise PromptError(f"{where} has '{KEY}' metadata but does not ask for a prediction ({PROMPT!r})")
-        if not isinstance(meta, dict) or not meta.get("answers") or not _strings(_ids(meta, "answers")):
-            raise PromptError(f"{where} asks for a prediction but its metadata does not name its answers: give it "
-                              f'"{KEY}": {{"answers": [ids of the code cells that answer it]}}')
-        answers = tuple(index_of.get(a, -1) for a in _ids(meta, "answers"))
-        wrong = [a for a, at in zip(_ids(meta, "answers"), answers, strict=True)
-                 if at <= i or cells[at].get("cell_type") != "code"]
-        if wrong:
-            raise PromptError(f"{where}: answers {wrong!r:.80} are not ids of code cells after the prompt")
-        for key, what in (("context", "ids of cells above the prompt"), ("words", "the answer's verdicts as printed")):
-            if not _strings(_ids(meta, key)):
-                raise PromptError(f"{where}: {key} must be non-empty strings, {what}")
-        context = tuple(index_of.get(c, -1) for c in _ids(meta, "context"))
-        above = [c for c, at in zip(_ids(meta, "context"), context, strict=True) if not 0 <= at < i]
-        if above:
-            raise PromptError(f"{where}: context {above!r:.80} are not ids of cells above the prompt")
-        found.append(Prompt(i, answers, tuple(_ids(meta, "words")), context))
-    return found
+    return [_prompt(cells, i, cell.get("metadata", {}).get(KEY), index_of) for i, cell in enumerate(cells)
+            if is_prompt(cell) or cell.get("metadata", {}).get(KEY) is not None]
 
 
 def _unknown_fields(nb: Any) -> list[str]:

@@ -3,7 +3,8 @@
 Where sources are found:
 - the .cu files in helpers/kernels/;
 - string constants holding `__global__` in helpers/*.py, except docstrings (prose), f-strings (templates:
-  the ElementwiseKernel generator's output is compiled by tests/test_cuda.py) and the CUDA C translator
+  the ElementwiseKernel generator's output is compiled by tests/test_cuda.py), patterns handed to `re`
+  (`re.findall(r"template ... __global__ ...", source)` reads kernels, it is not one) and the CUDA C translator
   (helpers/executor/, whose strings are patterns and messages about kernels);
 - in every notebook, code cells and the ```python blocks of Markdown cells (exercise solutions): string
   constants holding `__global__`, and calls `Elementwise(in_params, out_params, operation, name, ...)` (as in
@@ -30,8 +31,12 @@ if not nvrtc.available():
 
 
 def _not_sources(tree: ast.AST) -> set[int]:
-    """Nodes that hold text, not CUDA C: the parts of f-strings (templates) and docstrings (prose)."""
+    """Nodes that hold text, not CUDA C: the parts of f-strings (templates), docstrings (prose) and the patterns
+    handed to the `re` module (re.findall(pattern, ...))."""
     skip = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in ast.walk(node)}
+    skip |= {id(node.args[0]) for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
+             and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+             and node.func.value.id == "re"}
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         first = body[0] if isinstance(body, list) and body else None
