@@ -86,3 +86,17 @@ def verdict(naive: float, queueing: float, synced: Timing) -> str:
         text += f" Taken at face value it would mean {rate / 1e9:,.0f} GFLOP/s" + (
             f", {rate / peak:.0%} of this device's peak." if peak else ".")
     return text
+
+
+def rate_verdict(rate: float, peak: float | None) -> str:
+    """What a rate from a clock read without waiting says (chapter 04): above the device's peak it is
+    impossible; below it, it only looks possible. Either way it timed the dispatch."""
+    rate = positive_number("rate (FLOP/s)", rate)
+    if not peak:
+        return "No peak is known here to judge the first rate by; it timed the dispatch all the same."
+    peak = positive_number("peak (FLOP/s)", peak)
+    if rate > peak:
+        return (f"The first rate is {rate / peak:.0%} of the peak: impossible. It timed the dispatch, not the "
+                "matrix product.")
+    return (f"The first rate is {rate / peak:.0%} of the peak: it looks possible, and it is still wrong. It timed "
+            "the dispatch, not the matrix product.")

@@ -270,6 +270,14 @@ TERMS: tuple[Term, ...] = (
          "weights against it."),
     Term("SGD", (r"\bSGD\b", r"(?i)stochastic gradient descent"), "Stochastic gradient descent: after each batch, "
          "every weight -= learning rate x its gradient."),
+    Term("chain rule", (r"(?i)\bchain rule\b",), "The slope of a composition of functions is the product of the "
+         "slopes of its parts: how a backward pass carries a gradient from the loss back through every layer."),
+    Term("cache line", (r"(?i)\bcache lines?\b",), "The block of memory a cache holds and looks up as one: 64 bytes "
+         "on most CPUs, 128 bytes in an NVIDIA GPU's L1."),
+    Term("worklog", (r"(?i)\bworklogs?\b",), "An engineer's public write-up of making one kernel faster step by "
+         "step, with the timing of each step: chapter 07 checks its model against four of them."),
+    Term("pointer chasing", (r"(?i)\bpointer chasing\b",), "A chain of loads, each of an address the one before "
+         "returned: no load can start early, so the time per load is memory's latency, not its bandwidth."),
     Term("momentum", (r"(?i)\bmomentum\b",), "An optimizer's memory of its last steps: each parameter keeps a "
          "velocity, mu times its last value plus the gradient, and moves along it, so gradients that agree add up."),
     Term("mixed precision", (r"(?i)mixed precision",), "Matrix products in bfloat16 (or float16), weights and "

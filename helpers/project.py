@@ -56,7 +56,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             "NumPy code on a GPU by changing one import, what copies and launches cost, then your own CUDA kernels.",
             105, "GPU", exercise_minutes=60),
     Chapter("04_tpu_jax.ipynb", "TPUs with JAX",
-            "JAX compiles array code; matmul in bfloat16 on the TPU's systolic array, one computation on 8 chips, "
+            "JAX compiles array code; matmul in bfloat16 on the TPU's systolic array, one computation over 8 devices, "
             "and a matmul kernel of your own in Pallas.",
             90, "TPU", exercise_minutes=55),
     Chapter("05_training.ipynb", "Training a small network",

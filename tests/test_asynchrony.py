@@ -47,3 +47,14 @@ def test_the_size_grows_until_the_work_outlasts_the_queueing_on_the_device_here(
     assert t4 < n and roofline.predict_matmul_seconds(T4, t4, t4, t4, "float32", timed="kernel") >= (
         asynchrony.MARGIN * 109e-6)
     assert asynchrony.trap_size(T4, "float32", 1.0) == 8192  # nothing is long enough: the largest that fits
+
+
+def test_the_rate_verdict_calls_a_rate_above_the_peak_impossible_and_one_below_it_still_wrong() -> None:
+    assert asynchrony.rate_verdict(1.5e12, 2.1e11).startswith("The first rate is 714% of the peak: impossible.")
+    below = asynchrony.rate_verdict(1e11, 2e11)
+    assert below.startswith("The first rate is 50% of the peak: it looks possible, and it is still wrong.")
+    assert "impossible" not in below
+    assert asynchrony.rate_verdict(1e11, None).startswith("No peak is known here")
+    for bad in (0, -1.0, float("nan"), "fast"):
+        with pytest.raises(ValueError, match="rate"):
+            asynchrony.rate_verdict(bad, 2e11)
