@@ -100,16 +100,27 @@ def _right_then_counted(title: str, source: Any, name: str, what: str, reference
     verdict = _run_both(title, compiled, plans, (1e-5, 1e-6), f"n = {drawn}")
     if not verdict.passed:
         return verdict
+    failed = counted_problem(title, verdict, counted, sizes, judge, "not fast yet")
+    if failed is not None:
+        return failed
     first, *rest = verdict.message.split("\n", 1)
-    if set(counted) != set(sizes):  # on a GPU, CUDA C outside the executor's subset skips it
+    counts = f"   Counted on the CPU executor at every size it ran, as fast as asked at each; at n = {COUNT_N}: "
+    return Verdict(True, True, "\n".join([first, f"{counts}{_counted(counted[COUNT_N])}.", *rest]))
+
+
+def counted_problem(title: str, verdict: Verdict, counted: dict[int, Counters], sizes: list[int],
+                    judge: Callable[[Counters, int], str | None], not_yet: str) -> Verdict | None:
+    """After a kernel ran right: a failing Verdict when the executor did not count every size (on a GPU, CUDA C
+    outside its subset) or a size's counters fail `judge` ("right, but {not_yet} at n = ..."); None when all pass."""
+    if set(counted) != set(sizes):
+        first = verdict.message.split("\n", 1)[0]
         return Verdict(False, True, f"❌ {title}: the counters this check reads come from the CPU executor, which "
                                     f"could not run it; the rest of the check said:\n   {first}")
     for n in sizes:
         slow = judge(counted[n], n)
         if slow:
-            return Verdict(False, True, f"❌ {title}: right, but not fast yet at n = {n}: {slow}")
-    counts = f"   Counted on the CPU executor at every size it ran, as fast as asked at each; at n = {COUNT_N}: "
-    return Verdict(True, True, "\n".join([first, f"{counts}{_counted(counted[COUNT_N])}.", *rest]))
+            return Verdict(False, True, f"❌ {title}: right, but {not_yet} at n = {n}: {slow}")
+    return None
 
 
 def _counted(c: Counters) -> str:

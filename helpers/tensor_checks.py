@@ -17,7 +17,7 @@ import numpy as np
 
 from . import nvrtc
 from .checks import Verdict
-from .counter_checks import _counting
+from .counter_checks import _counting, counted_problem
 from .executor import Counters
 from .kernel_checks import (
     SEED,
@@ -106,14 +106,10 @@ def check_wmma_tile(source: Any) -> Verdict:
     verdict = _run_both(TITLE, compiled, plans, TOLERANCE, f"n = {drawn}")
     if not verdict.passed:
         return verdict
+    failed = counted_problem(TITLE, verdict, counted, sizes, tensor_problem, "not on the tensor cores as asked")
+    if failed is not None:
+        return failed
     first, *rest = verdict.message.split("\n", 1)
-    if set(counted) != set(sizes):  # on a GPU, CUDA C outside the executor's subset skips it
-        return Verdict(False, True, f"❌ {TITLE}: the counters this check reads come from the CPU executor, which "
-                                    f"could not run it; the rest of the check said:\n   {first}")
-    for n in sizes:
-        slow = tensor_problem(counted[n], n)
-        if slow:
-            return Verdict(False, True, f"❌ {TITLE}: right, but not on the tensor cores as asked at n = {n}: {slow}")
     c = counted[SIZES[0]]
     counts = (f"   Counted on the CPU executor at n = {SIZES[0]}: {c.tensor_ops} mma_sync and {c.tensor_loads} "
               f"load_matrix_sync calls, one product and two tiles per warp per step.")
