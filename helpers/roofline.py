@@ -179,13 +179,14 @@ OVERHEADS: dict[str, Cost] = {
                     "(https://github.com/jax-ml/jax/issues/5485), plus a CUDA launch, 'about 3 microseconds' "
                     "(https://forums.developer.nvidia.com/t/too-much-time-for-kernel-launch-latency/233645/3)"),
     "jax_tpu": Cost(100e-6, "one synced call of a jitted JAX function on a TPU: dispatch, launch, and the wait",
-                    "fitted: JAX's TPU matmul guide times a 1024³ bf16 matmul on a v5e at 0.1194 ms end to end, "
-                    "of which the roofline at 95% of the peak is 0.0115 ms "
+                    "set from one figure: JAX's TPU matmul guide times a 1024³ bf16 matmul on a v5e at 0.1194 ms "
+                    "end to end, of which the roofline at 95% of the peak is 0.0115 ms, leaving 0.108 ms, rounded "
+                    "to one significant figure since no second published figure checks it "
                     "(https://github.com/jax-ml/jax/blob/"
                     "ee6cce5601fe1a81cec914bf50f3cbd9a72d69b1/docs/pallas/tpu/matmul.ipynb); no published figure "
                     "separates dispatch from the wait, so pipelined calls on a TPU are predicted as a range: from the "
                     "host's dispatch alone, 6.81 µs (JAX's dispatch of a jitted call, measured on a CPU: "
-                    "https://github.com/jax-ml/jax/issues/5485), to this"),
+                    "https://github.com/jax-ml/jax/issues/5485), to this whole cost"),
 }
 
 _GPU_BENCHES = "https://github.com/te42kyfo/gpu-benches/tree/1c36d509ee717dca9215c27135fa1e611bb03ed1/gpu-small-kernels"
