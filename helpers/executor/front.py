@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_parser
 
+from . import structs
 from .c_types import VECTORS
 from .cxx import Lowered, closing, line_of, lower, split_arguments
 from .directives import directives
@@ -23,7 +24,7 @@ _PRELUDE = "typedef unsigned long long size_t; typedef _Bool bool; " + \
     "".join(f"typedef int {name}; " for name in PRELUDE_TYPES[2:])
 _KEYWORDS = {"__global__": "inline", "__device__": "", "__host__": "", "__shared__": "static",
              "__constant__": "register"}
-_UNSUPPORTED_WORDS = ("struct", "union", "namespace", "goto", "switch", "__managed__", "asm", "static", "std::",
+_UNSUPPORTED_WORDS = ("union", "namespace", "goto", "switch", "__managed__", "asm", "static", "std::",
                       "operator", "new", "delete", "throw", "try", "virtual", "this", "using")
 #: Types outside the subset; only a declaration (`half x`) counts, since `half` may also be a variable's name.
 _UNSUPPORTED_TYPES = ("half", "__half", "__nv_bfloat16", "dim3", "uint3", "long double")
@@ -119,7 +120,7 @@ def preprocess(source: str) -> Preprocessed:
     kernels, exported = kernel_names(text)
     text = re.sub(r'extern\s+"C"', lambda m: " " * len(m.group(0)), text)
     text, made = instances(text)
-    lowered = lower(text)
+    lowered = lower(structs.lower(text))
     text = lowered.text
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)

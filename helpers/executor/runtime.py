@@ -324,23 +324,74 @@ def _vset(x: Any, v: tuple[Any, ...], m: Any, b: Any) -> tuple[Any, ...]:
     return tuple(_set(x[k] if isinstance(x, tuple) else None, v[k], m, b) for k in range(len(v)))
 
 
+def _sset(x: Any, v: tuple[Any, ...], m: Any, b: Any) -> tuple[Any, ...]:
+    """A struct (or vector) variable after an assignment by the active lanes: member by member, inside nested
+    members too."""
+    return tuple((_sset if isinstance(v[k], tuple) else _set)(x[k] if isinstance(x, tuple) else None, v[k], m, b)
+                 for k in range(len(v)))
+
+
+def _sput(x: tuple[Any, ...], where: tuple[int, ...], v: Any, m: Any, b: Any) -> tuple[Any, ...]:
+    """A struct variable after its member at `where` (s.in.x: two positions) is set by the active lanes."""
+    k, rest = where[0], where[1:]
+    inner = _sput(x[k], rest, v, m, b) if rest else (_sset if isinstance(v, tuple) else _set)(x[k], v, m, b)
+    return (*x[:k], inner, *x[k + 1:])
+
+
+def _srd(c: Lanes, v: Any, line: int, m: Any, b: Any) -> Any:
+    """A struct (or vector) declared without a value, read whole: each member as _rd reads it."""
+    if isinstance(v, tuple):
+        return tuple(_srd(c, x, line, m, b) for x in v)
+    return _rd(c, v, line, m, b)
+
+
 def _vptr(c: Lanes, p: Any, n: int, line: int, m: Any, b: Any) -> Any:
     """`p` seen as a pointer to vectors of n elements: a fault where a lane's address is not a multiple of n."""
     if not isinstance(p, Pointer | SharedRef):
         raise c.fault("bad pointer", "cast a pointer that points nowhere", line, c.first(_eff(m, b)))
-    bad = np.broadcast_to(np.asarray(p.offset) % n != 0, (c.lanes,))
+    _aligned(c, p, p.offset, n, f"{n * _source(p).data.itemsize}-byte vectors", line, m, b)
+    return p
+
+
+def _retype(c: Lanes, p: Any, ctype: str, line: int, m: Any, b: Any) -> Any:
+    """`p` seen as a pointer to `ctype` (reinterpret_cast<float*>(bytes)): the same bytes as elements of that
+    type, a fault where a lane's address is not a multiple of its size."""
+    if not isinstance(p, Pointer | SharedRef):
+        raise c.fault("bad pointer", "cast a pointer that points nowhere", line, c.first(_eff(m, b)))
+    old = _source(p)
+    view = old.view(ctype, line) if isinstance(p, SharedRef) else old.view(ctype)
+    size, was = view.data.itemsize, old.data.itemsize
+    byte = p.offset * was if isinstance(p.offset, int) else np.multiply(p.offset, was, dtype=np.int64)
+    if size > was:
+        _aligned(c, p, byte, size, f"{ctype} ({size} bytes)", line, m, b, unit=1)
+    offset = byte // size
+    if isinstance(p, SharedRef):
+        return SharedRef(view, offset)
+    return Pointer(view, offset, p.name, p.start * was // size, p.writable)
+
+
+def _source(p: Pointer | SharedRef) -> Any:
+    """The array or allocation a pointer points into."""
+    return p.array if isinstance(p, SharedRef) else p.alloc
+
+
+def _aligned(c: Lanes, p: Pointer | SharedRef, where: Any, n: int, what: str, line: int, m: Any, b: Any,
+             unit: int | None = None) -> None:
+    """A "misaligned address" fault where an active lane's `where` (in elements, or bytes: unit=1) is not a
+    multiple of n: a cast to a pointer to `what`, whose elements start at a multiple of their size."""
+    bad = np.broadcast_to(np.asarray(where) % n != 0, (c.lanes,))
     e = _eff(m, b)
     bad = bad & (e if e is not None else c.real if c.real is not None else True)
-    if bad.any():
-        lane = int(np.flatnonzero(bad)[0])
-        data, name, start = (p.array.data, p.array.name, 0) if isinstance(p, SharedRef) else \
-            (p.alloc.data, p.name, p.start)
-        size = n * data.itemsize
-        offset = int(np.broadcast_to(p.offset, (c.lanes,))[lane])
-        raise c.fault("misaligned address", f"casts a pointer to element {offset - start} of {name} to a pointer "
-                      f"to {size}-byte vectors, which must start at a multiple of {size} bytes (every {n}th "
-                      f"element of the allocation): on a GPU, \"misaligned address\"", line, lane)
-    return p
+    if not bad.any():
+        return
+    lane = int(np.flatnonzero(bad)[0])
+    data, name, start = (p.array.data, p.array.name, 0) if isinstance(p, SharedRef) else \
+        (p.alloc.data, p.name, p.start)
+    unit = data.itemsize if unit is None else unit
+    at = int(np.broadcast_to(where, (c.lanes,))[lane])
+    place = f"byte {at - start * data.itemsize}" if unit == 1 else f"element {at - start}"
+    raise c.fault("misaligned address", f"casts a pointer to {place} of {name} to a pointer to {what}, which must "
+                  f"start at a multiple of {n * unit} bytes: on a GPU, \"misaligned address\"", line, lane)
 
 
 def _fma(a: Any, b: Any, c: Any) -> Any:
@@ -436,7 +487,8 @@ def namespace() -> dict[str, Any]:
                  _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
                  _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset, _vput=_vput,
                  _isnull=_isnull, _bit_popc=_bit_popc, _bit_clz=_bit_clz, _bit_ffs=_bit_ffs, _bit_brev=_bit_brev,
-                 _vset=_vset, _vptr=_vptr, _vrd=_vrd)
+                 _vset=_vset, _vptr=_vptr, _vrd=_vrd, _retype=_retype,
+                 _sset=_sset, _sput=_sput, _srd=_srd)
     return names
 
 
@@ -582,9 +634,7 @@ class Lanes:
         """An extern __shared__ array: the launch's shared_mem= bytes, one region every such array shares."""
         array = self.arrays.get(("extern", "", (), 0))
         if array is not None and array.data.dtype != DTYPES[ctype]:
-            raise UnsupportedSyntax(f"extern __shared__ arrays of two types ({array.data.dtype} and {ctype}): on a "
-                                    "GPU they share one region; the executor needs one type: declare one array and "
-                                    "index it", line)
+            return array.view(ctype, line)  # extern __shared__ arrays of two types: one region, as on a GPU
         if array is None:
             size = self.run.shared_mem // np.dtype(DTYPES[ctype]).itemsize
             array = Shared(name, ctype, (size,), self.blocks, "shared", self.shared_used)
