@@ -221,3 +221,109 @@ def test_bytes_written_as_one_type_read_as_another_are_not_garbage():
     x, y = RNG.random(32).astype(np.float32), np.zeros(32, np.uint32)
     Program(source).launch("k", 1, 32, (x, y), shared_mem=128)
     np.testing.assert_array_equal(y, x.view(np.uint8).reshape(-1, 4)[:, 3])
+
+
+# ------------------------------------------------------------------------------------------------ what published
+# kernels around these use: a struct merged by cg::reduce, braced arguments, reference parameters, NVIDIA's
+# SharedMemory<T> idiom, __mul24, a typedef as a template parameter's type, a type's name used as a variable's
+
+WARP_MERGE = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+struct MaxSum { float m; float s; };
+
+__device__ MaxSum merge(MaxSum a, MaxSum b) {
+    bool a_bigger = a.m > b.m;
+    MaxSum big = a_bigger ? a : b;
+    MaxSum small = a_bigger ? b : a;
+    MaxSum out;
+    out.m = big.m;
+    out.s = big.s + small.s * expf(small.m - big.m);
+    return out;
+}
+
+// one warp per row: log-sum-exp of the row, each lane's partial pairs merged across the warp by cg::reduce
+extern "C" __global__ void row_lse(const float* x, float* out, int rows, int cols) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int row = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();
+    if (row >= rows) return;
+    MaxSum acc = {-3.0e38f, 0.0f};
+    for (int j = warp.thread_rank(); j < cols; j += warp.size()) acc = merge(acc, {x[row * cols + j], 1.0f});
+    MaxSum all = cg::reduce(warp, acc, merge);
+    if (warp.thread_rank() == 0) out[row] = all.m + logf(all.s);
+}
+"""
+
+
+def test_cg_reduce_merges_structs_with_the_kernel_s_own_function():
+    reference_compiles(WARP_MERGE)
+    x, out = RNG.standard_normal((11, 45)).astype(np.float32), np.zeros(11, np.float32)
+    Program(WARP_MERGE).launch("row_lse", 3, 128, (x, out, np.int32(11), np.int32(45)))
+    np.testing.assert_allclose(out, np.log(np.exp(x.astype(np.float64)).sum(axis=1)), rtol=1e-5)
+
+
+REFERENCES = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+template <class T> struct SharedMemory {
+    __device__ inline operator T*() { extern __shared__ int __smem[]; return (T*)__smem; }
+    __device__ inline operator const T*() const { extern __shared__ int __smem[]; return (T*)__smem; }
+};
+template <> struct SharedMemory<double> {
+    __device__ inline operator double*() { extern __shared__ double __smem_d[]; return (double*)__smem_d; }
+};
+typedef unsigned int uint;
+
+__device__ float scaled(const float& v, cg::thread_block& block, float s) { return v * s + block.size() * 0.0f; }
+
+template <class T, const uint BLOCK>
+__global__ void block_sums(const T* x, T* out, int n, int dim3) {
+    cg::thread_block cta = cg::this_thread_block();
+    T* s = SharedMemory<T>();
+    unsigned int i = __umul24(blockIdx.x, BLOCK) + threadIdx.x;
+    s[threadIdx.x] = i < n ? scaled(x[i], cta, (float)dim3) : 0;
+    cg::sync(cta);
+    for (unsigned int k = BLOCK / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+        cg::sync(cta);
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0] + __mul24(-3, dim3 * 0);
+}
+"""
+
+
+def test_references_nvidia_s_shared_memory_idiom_mul24_and_typedef_template_parameters():
+    reference_compiles(REFERENCES)
+    program = Program(REFERENCES, ("block_sums<float, 64>",))
+    x, out = RNG.random(300).astype(np.float32), np.zeros(5, np.float32)
+    program.launch("block_sums<float, 64>", 5, 64, (x, out, np.int32(300), np.int32(2)), shared_mem=64 * 4)
+    np.testing.assert_allclose(out, 2 * np.pad(x, (0, 20)).reshape(5, 64).sum(axis=1), rtol=1e-5)
+    racy = REFERENCES.replace("        cg::sync(cta);\n    }", "    }")
+    with pytest.raises(KernelFault, match="race"):
+        Program(racy, ("block_sums<float, 64>",)).launch("block_sums<float, 64>", 5, 64,
+                                                           (x, out, np.int32(300), np.int32(2)), shared_mem=64 * 4)
+
+
+def test_a_reference_parameter_the_function_writes_is_refused():
+    source = ('__device__ void bump(float& v) { v += 1.0f; }\n'
+              'extern "C" __global__ void k(float* y) {\n  float t = y[0];\n  bump(t);\n  y[0] = t;\n}')
+    reference_compiles(source)  # CUDA runs it: the executor, which passes values, cannot
+    with pytest.raises(UnsupportedSyntax, match="reference parameter v .*return the new value, or pass a pointer"):
+        Program(source)
+
+
+@pytest.mark.parametrize("space", ["shared", "global"])
+def test_lanes_of_one_store_writing_the_same_value_do_not_race_and_different_values_do(space):
+    store = "s[threadIdx.x / 32] = VALUE;\n  __syncthreads();\n  y[threadIdx.x] = s[threadIdx.x / 32];" \
+        if space == "shared" else "y[blockIdx.x] = VALUE;"
+    source = ('extern "C" __global__ void k(const float* x, float* y) {\n  __shared__ float s[4];\n  '
+              + store + "\n}")
+    same = source.replace("VALUE", "x[threadIdx.x / 32]" if space == "shared" else "x[blockIdx.x]")
+    reference_compiles(same)
+    x, y = RNG.random(128).astype(np.float32), np.zeros(128, np.float32)
+    Program(same).launch("k", 1, 128, (x, y))
+    assert y[0] == x[0]
+    with pytest.raises(KernelFault, match="race at line 3"):
+        Program(source.replace("VALUE", "x[threadIdx.x]")).launch("k", 1, 128, (x, y))

@@ -96,7 +96,7 @@ def _template_params(inner: str, line: int) -> list[TemplateParam]:
             params.append(TemplateParam(match.group(2), "type", default=default))
             continue
         match = re.fullmatch(rf"((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long long|long|short|char|bool|"
-                             rf"unsigned|size_t))\s+({_NAME})", part)
+                             rf"unsigned|size_t|{_NAME}))\s+({_NAME})", part)  # a typedef's name: const uint N
         if not match:
             raise UnsupportedSyntax(f"the template parameter {part!r}: the executor takes `typename T` and whole "
                                     "numbers (`int N`)", line)
@@ -187,6 +187,63 @@ def _default_arguments(text: str, lowered: Lowered) -> str:
     return text
 
 
+def _references(text: str) -> str:
+    """A function's reference parameters (const float& x, cg::thread_block& block) passed by value, which is the
+    same while the function writes neither the parameter nor through it; one that it writes is refused."""
+    depth, at = 0, 0
+    for match in re.finditer(rf"[{{}}]|(?<![\w.])({_NAME})\s*\(", text):
+        if match.group(0) in "{}":
+            depth += 1 if match.group(0) == "{" else -1
+            continue
+        if depth or match.start() < at or match.group(1) in _CONTROL:
+            continue
+        end = closing(text, match.end() - 1, line_of(text, match.start()))
+        at = end
+        body = re.match(r"\s*\{", text[end:])
+        params = text[match.end():end - 1]
+        if body is None or not re.search(r"[\w>]\s*&\s*[A-Za-z_]\w*\s*(?:,|$)", params):
+            continue
+        braces = text.replace("{", "(").replace("}", ")")  # the body: its braces as brackets closing() matches
+        stop = closing(braces, end + body.end() - 1, line_of(text, end))
+        for ref in re.finditer(r"[\w>]\s*(&)\s*([A-Za-z_]\w*)\s*(?=,|$)", params):
+            _refuse_written_reference(text[end:stop], ref.group(2), "const" in params[:ref.start()].split(",")[-1],
+                                      line_of(text, match.start()))
+        lowered = re.sub(r"([\w>]\s*)&(\s*[A-Za-z_]\w*\s*(?=,|$))", r"\1 \2", params)
+        text = text[:match.end()] + lowered + text[end - 1:]
+    return text
+
+
+def _refuse_written_reference(body: str, name: str, const: bool, line: int) -> None:
+    """An UnsupportedSyntax where a function assigns to a reference parameter, increments it or takes its address
+    (the caller would see the change; the executor passes values)."""
+    written = rf"(?<![\w.]){name}\s*(?:\.\s*\w+\s*|\[[^\]]*\]\s*)*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
+    if const or not re.search(rf"{written}|(?:\+\+|--)\s*{name}(?!\w)|(?<![\w.]){name}\s*(?:\+\+|--)|"
+                              rf"&\s*{name}(?!\w)", body):
+        return
+    raise UnsupportedSyntax(f"the reference parameter {name} (T& {name}) is written by its function, so the caller "
+                            "would see the change; the CPU executor passes parameters by value: return the new "
+                            f"value, or pass a pointer (T* {name}) and write *{name}", line)
+
+
+def _braced_arguments(text: str) -> str:
+    """A braced list passed as a function's argument, f(a, { x, 1.0f }), as a compound literal of the parameter's
+    type, which the translator supplies: (__auto){ x, 1.0f }."""
+    if not re.search(r"[(,]\s*\{", text):
+        return text
+    out, stack, last = [], [], ""
+    for ch in text:
+        if ch == "{" and stack and stack[-1] == "(" and last in "(,":
+            out.append("(__auto)")
+        if ch in "({[":
+            stack.append(ch)
+        elif ch in ")}]" and stack:
+            stack.pop()
+        if not ch.isspace():
+            last = ch
+        out.append(ch)
+    return "".join(out)
+
+
 def lower(text: str) -> Lowered:
     """`text` (comments and directives gone) as C that pycparser reads, and what the templates were."""
     lowered = Lowered(text)
@@ -199,6 +256,8 @@ def lower(text: str) -> Lowered:
                                     line_of(text, match.start()))
     text = _casts(text)
     text = _default_arguments(text, lowered)
+    text = _references(text)
+    text = _braced_arguments(text)
     text = _calls(text, lowered)
     for word, replacement in _WORDS.items():
         text = re.sub(rf"(?<![\w.]){word}(?!\w)", replacement, text)

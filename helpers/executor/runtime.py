@@ -230,6 +230,13 @@ def _tern(c: Lanes, q: Any, yes: Callable[[Any], Any], no: Callable[[Any], Any],
     z = no(off) if off.any() else None
     if a is None or z is None:
         return a if z is None else z
+    return _where(q, a, z)
+
+
+def _where(q: Any, a: Any, z: Any) -> Any:
+    """Per lane, `a` where q holds, else `z`: member by member for a struct or vector."""
+    if isinstance(a, tuple):
+        return tuple(_where(q, x, y) for x, y in zip(a, z, strict=True))
     return np.where(q, a, z)
 
 
@@ -403,6 +410,14 @@ def _fma(a: Any, b: Any, c: Any) -> Any:
     return a * b + c
 
 
+def _mul24(a: Any, b: Any, signed: bool) -> Any:
+    """The product of the low 24 bits of a and b (sign-extended when signed), in 64 bits (the caller keeps 32)."""
+    def low(x: Any) -> Any:
+        x = np.asarray(x).astype(np.int64) & 0xFFFFFF
+        return np.where(x >= 1 << 23, x - (1 << 24), x) if signed else x
+    return low(a) * low(b)
+
+
 def _bits(x: Any, frm: str, to: str) -> Any:
     """x (of dtype `frm`) with its bits read as dtype `to` (__float_as_int, __int_as_float, ...)."""
     out = np.array(x, dtype=frm).view(to)
@@ -482,7 +497,7 @@ def namespace() -> dict[str, Any]:
                  _m___fadd_rn=np.add, _m___fsub_rn=np.subtract, _m___fsqrt_rn=np.sqrt,
                  _m___frcp_rn=lambda x: np.asarray(x).dtype.type(1) / x,
                  _m___saturatef=lambda x: np.where(np.isnan(x), 0, np.clip(x, 0, 1)).astype(np.asarray(x).dtype),
-                 _fma=_fma, _bits=_bits, _min=np.minimum, _max=np.maximum, _abs=np.abs)
+                 _fma=_fma, _bits=_bits, _mul24=_mul24, _min=np.minimum, _max=np.maximum, _abs=np.abs)
     names.update(_eff=_eff, _any=_any, _and=_and, _andnot=_andnot, _rejoin=_rejoin, _join=_join,
                  _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
                  _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset, _vput=_vput,
@@ -729,7 +744,7 @@ class Lanes:
             return
         f = flat[lanes]
         if a.space == "shared":
-            memory.shared_write(self, a, f, lanes, line)
+            memory.shared_write(self, a, f, lanes, line, np.broadcast_to(value, (self.lanes,))[lanes])
             if count:
                 self._bank_count(a, flat, e, load=False)
         else:
@@ -871,7 +886,8 @@ class Lanes:
         alloc = p.alloc
         if alloc.writer is not None:
             memory.global_race(self, p, f[before], before, line, "write")
-        memory.record_writes(self, p, f[before], before, line)  # two lanes of this store on one element first
+        memory.record_writes(self, p, f[before], before, line,  # two lanes of this store on one element first
+                             np.broadcast_to(value, (self.lanes,))[before])
         if alloc.reader is not None:
             memory.read_race(self, p, f[before], before, line)
         if stray is not None:

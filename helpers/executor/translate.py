@@ -831,6 +831,9 @@ class Translator:
             return self.assignment_value(node, line)
         if isinstance(node, c_ast.ExprList):
             raise UnsupportedSyntax("the comma operator (a, b): write two statements", line)
+        if isinstance(node, c_ast.CompoundLiteral):
+            raise UnsupportedSyntax("a { ... } value here: the executor takes { ... } as a struct variable's value or "
+                                    "as a struct parameter's argument", line)
         raise UnsupportedSyntax(f"the expression {type(node).__name__}", line)
 
     def load(self, node: c_ast.ArrayRef | c_ast.UnaryOp, line: int | None) -> tuple[str, CType]:
@@ -904,9 +907,14 @@ class Translator:
         cond, _ = self.truth(node.cond, line)
         ka, a, at, fa = self.under_mask(lambda: self.expr(node.iftrue))
         kb, b, bt, fb = self.under_mask(lambda: self.expr(node.iffalse))
-        if at.pointer or bt.pointer or structs.value(at) or structs.value(bt):
-            raise UnsupportedSyntax("a ternary that chooses between pointers or structs: write an if", line)
-        rt = arithmetic(at, bt)
+        if at.pointer or bt.pointer:
+            raise UnsupportedSyntax("a ternary that chooses between pointers", line)
+        if structs.value(at) or structs.value(bt) or vectors.is_vector(at) or vectors.is_vector(bt):
+            if at != bt:
+                raise CudaCError(f"c ? a : b with a {at} and a {bt}: both sides must have one type", line)
+            rt = at
+        else:
+            rt = arithmetic(at, bt)
         yes, no = _lambda(ka, self.cast(a, at, rt, line), fa), _lambda(kb, self.cast(b, bt, rt, line), fb)
         return f"_tern(_c, {cond}, {yes}, {no}, {self.mask})", rt
 
@@ -1084,7 +1092,7 @@ class Translator:
             return warp.TRANSLATE[name](self, args, line)
         if name.startswith("make_") and name[5:] in VECTORS:
             return vectors.make(self, name, args, line)
-        if name in BIT_CASTS or name in BIT_INTRINSICS:
+        if name in BIT_CASTS or name in BIT_INTRINSICS or name in ("__mul24", "__umul24"):
             return self.bits(name, args, line)
         if name == "printf":
             return self.printf(args, line)
@@ -1105,7 +1113,13 @@ class Translator:
 
     def bits(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """__float_as_int and the other bit casts (the same bits read as another type), and __popc, __clz and the
-        other bit intrinsics."""
+        other bit intrinsics; __mul24(a, b): the low 24 bits of each (sign-extended; __umul24's not) multiplied, the
+        product's low 32 bits."""
+        if name in ("__mul24", "__umul24"):
+            self.arity(name, args, 2, line)
+            t = INT if name == "__mul24" else UINT
+            a, b = (self.convert(x, t, line) for x in args)
+            return f"_to_{_id(t.name)}(_mul24({a}, {b}, {name == '__mul24'}))", t
         self.arity(name, args, 1, line)
         if name in BIT_CASTS:
             frm, to = BIT_CASTS[name]
@@ -1209,7 +1223,8 @@ class Translator:
 
             args = [*args, *default_arguments(self.unit, fn.name, len(args), len(fn.params), line)]
         self.arity(fn.name, args, len(fn.params), line)
-        converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
+        converted = [structs.initial(self, a.init, t, line) if isinstance(a, c_ast.CompoundLiteral) and
+                     structs.value(t) else self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
         return f"{fn.py_name}(_c, _eff({self.mask}){''.join(', ' + c for c in converted)})", fn.returns
 
     def deduce(self, name: str, args: list[c_ast.Node], line: int | None) -> list[CType | int | None]:
