@@ -203,8 +203,9 @@ def _references(text: str) -> str:
         params = text[match.end():end - 1]
         if body is None or not re.search(r"[\w>]\s*&\s*[A-Za-z_]\w*\s*(?:,|$)", params):
             continue
-        braces = text.replace("{", "(").replace("}", ")")  # the body: its braces as brackets closing() matches
-        stop = closing(braces, end + body.end() - 1, line_of(text, end))
+        stop = closing_brace(text, end + body.end() - 1)
+        if stop < 0:
+            continue  # an unclosed body: the parser names it
         for ref in re.finditer(r"[\w>]\s*(&)\s*([A-Za-z_]\w*)\s*(?=,|$)", params):
             _refuse_written_reference(text[end:stop], ref.group(2), "const" in params[:ref.start()].split(",")[-1],
                                       line_of(text, match.start()))
@@ -242,6 +243,70 @@ def _braced_arguments(text: str) -> str:
             last = ch
         out.append(ch)
     return "".join(out)
+
+
+def lower_structs(text: str) -> str:
+    """C++'s `struct NAME { ... };` as C's `typedef struct NAME { ... } NAME;` (so NAME names the type, as in
+    C++), with `__align__(n)` and `alignas(n)` dropped (the executor keeps no addresses of structs)."""
+    text = re.sub(r"(?<![\w.])(?:__align__|alignas)\s*\(\s*\w+\s*\)", lambda m: " " * len(m.group(0)), text)
+    out, start = [], 0
+    for match in re.finditer(r"(?<![\w.])struct\s+([A-Za-z_]\w*)\s*\{", text):
+        if match.start() < start or re.search(r"typedef\s*$", text[:match.start()]):
+            continue
+        end = closing_brace(text, match.end() - 1) - 1
+        tail = re.match(r"\s*;", text[end + 1:]) if end >= 0 else None
+        if tail is None:
+            continue  # struct X { ... } x; : left as it is
+        out.append(text[start:match.start()] + "typedef " + text[match.start():end + 1] + f" {match.group(1)}")
+        start = end + 1
+    return "".join(out) + text[start:]
+
+
+def shared_memory_wrappers(text: str) -> str:
+    """NVIDIA's samples' idiom for a template's dynamic shared memory, `template <class T> struct SharedMemory {
+    __device__ operator T*() { extern __shared__ int __smem[]; return (T*)__smem; } };` used as
+    `T* s = SharedMemory<T>();`: the struct (and its specialisations, template <> struct SharedMemory<double>)
+    become one template function, NAME__get<T>(), returning the extern __shared__ array cast to T* (on a GPU every
+    extern __shared__ array is the same bytes). Lines keep their numbers."""
+    pattern = re.compile(r"template\s*<\s*(?:class|typename)\s+(\w+)\s*>\s*struct\s+(\w+)\s*\{")
+    for match in list(pattern.finditer(text))[::-1]:
+        param, name = match.group(1), match.group(2)
+        end = closing_brace(text, match.end() - 1) - 1
+        body = text[match.end():end]
+        array = re.search(r"extern\s+__shared__\s+(\w+)\s+(\w+)\s*\[\s*\]", body)
+        if end < 0 or array is None or not re.search(rf"operator\s+{param}\s*\*\s*\(\s*\)", body) or \
+                re.search(r"operator\s*[^\s\w]", body):
+            continue
+        tail = re.match(r"\s*;", text[end + 1:])
+        stop = end + 1 + (tail.end() if tail else 0)
+        function = (f"template <class {param}> __device__ {param}* {name}__get() {{ extern __shared__ "
+                    f"{array.group(1)} {array.group(2)}[]; return ({param}*){array.group(2)}; }}")
+        text = text[:match.start()] + function + "\n" * text.count("\n", match.start(), stop) + text[stop:]
+        text = _drop_specialisations(text, name)
+        text = re.sub(rf"(?<![\w.]){name}\s*<([^<>;]*)>\s*\(\s*\)", rf"{name}__get<\1>()", text)
+    return text
+
+
+def _drop_specialisations(text: str, name: str) -> str:
+    """`template <> struct NAME<double> { ... };` blanked (newlines kept)."""
+    while match := re.search(rf"template\s*<\s*>\s*struct\s+{name}\s*<[^<>]*>\s*\{{", text):
+        end = closing_brace(text, match.end() - 1) - 1
+        if end < 0:
+            break
+        tail = re.match(r"\s*;", text[end + 1:])
+        stop = end + 1 + (tail.end() if tail else 0)
+        text = text[:match.start()] + "\n" * text.count("\n", match.start(), stop) + text[stop:]
+    return text
+
+
+def closing_brace(text: str, at: int) -> int:
+    """The index just past the brace that closes the one at text[at] (-1 if none does)."""
+    depth = 0
+    for k in range(at, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        if depth == 0:
+            return k + 1
+    return -1
 
 
 def lower(text: str) -> Lowered:

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_parser
 
-from . import structs
 from .c_types import VECTORS
-from .cxx import Lowered, closing, line_of, lower, split_arguments
+from .cxx import Lowered, closing, line_of, lower, lower_structs, shared_memory_wrappers, split_arguments
 from .directives import directives
 from .errors import CudaCError, UnsupportedSyntax
 from .names import instances, lower_names
@@ -108,7 +107,7 @@ def preprocess(source: str) -> Preprocessed:
     text = re.sub(r"(?<![\w.])static(?=\s+(?:__device__|__forceinline__|__inline__|inline|__host__|__global__)"
                   r"(?!\w))", "      ", read.text)  # a static function: static only limits where its name is seen
     text = re.sub(r"(?<![\w.])static(?=\s+(?:const|constexpr)\s)", "      ", text)  # a file-scope constant
-    text = structs.shared_memory_wrappers(lower_names(text, read.includes))
+    text = shared_memory_wrappers(lower_names(text, read.includes))
     half = ("half", "__half") if {"cuda_fp16.h", "mma.h"} & read.includes else ()
     names = tuple(set(re.findall(r"(?<![\w.])(?:int|float|double|unsigned|long|short|char|bool|size_t|const)\s+("
                                  + "|".join(_UNSUPPORTED_TYPES[:-1]) + r")\s*[,;)=\[]", text)))  # int dim3: a name
@@ -122,7 +121,7 @@ def preprocess(source: str) -> Preprocessed:
     kernels, exported = kernel_names(text)
     text = re.sub(r'extern\s+"C"', lambda m: " " * len(m.group(0)), text)
     text, made = instances(text)
-    lowered = lower(structs.lower(text))
+    lowered = lower(lower_structs(text))
     text = lowered.text
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)
