@@ -328,11 +328,16 @@ def test_threads_adding_into_one_global_element_race_unless_atomic():
     total = 'extern "C" __global__ void total(const float* x, float* out, int n) {\n' \
             ' int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i < n) {\n %s\n }\n}'
     x, out = np.ones(300, np.float32), np.zeros(1, np.float32)
-    # in lock step every thread reads out[0], then every thread writes it: thread 1's write follows thread 0's
-    with pytest.raises(KernelFault, match=r"race at line 4: thread \(1,\) of block \(0,\) will write out\[0\], "
-                                          r"which thread \(0,\) of the same block wrote at line 4") as fault:
+    # in lock step every thread reads out[0], then every thread writes it (the same value, 1: no two writes
+    # disagree), so thread 0's write follows the other threads' reads
+    with pytest.raises(KernelFault, match=r"race at line 4: thread \(0,\) of block \(0,\) will write out\[0\], "
+                                          r"which other threads of other blocks read at line 4.*atomicAdd") as fault:
         Program(total % "out[0] += x[i];").launch("total", (2,), (256,), (x, out, np.int32(300)))
     assert fault.value.kind == "race"
+    with pytest.raises(KernelFault, match=r"race at line 4: thread \(1,\) of block \(0,\) will write out\[0\], "
+                                          r"which thread \(0,\) of the same block wrote at line 4"):  # values differ
+        Program(total % "out[0] += x[i];").launch("total", (2,), (256,), (np.arange(300, dtype=np.float32), out,
+                                                                            np.int32(300)))
     out[:] = 0
     Program(total % "atomicAdd(&out[0], x[i]);").launch("total", (2,), (256,), (x, out, np.int32(300)))
     assert out[0] == 300

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..specs import MAX_BLOCK_THREADS, MAX_STATIC_SHARED
+from . import structs
 from .c_types import CONVERSIONS, DTYPES, INTEGERS, VECTORS, CType
 from .front import CudaCError
 
@@ -69,6 +70,9 @@ def arguments(name: str, params: list[tuple[str, CType]], args: Sequence[Any], *
     values = []
     for i, ((pname, ctype), arg) in enumerate(zip(params, args, strict=True), 1):
         where = f"argument {i} ({ctype} {pname}) of {name}"
+        if structs.value(ctype):
+            values.append(structs.argument(where, ctype, arg))
+            continue
         element, per = VECTORS.get(ctype.name, (ctype.name, 1))
         if per > 1 and not ctype.pointer:
             raise TypeError(f"{where}: the executor passes no vector by value; give its members as separate "

@@ -21,10 +21,11 @@ class CType:
     dims: tuple[int, ...] = ()
     shared: bool = False
     const: bool = False  # a pointer to const (const float* x): nothing is written through it
+    fields: tuple[tuple[str, CType], ...] = ()  # a struct's members, in order (its name is "struct NAME")
 
     @property
     def scalar(self) -> CType:
-        return CType(self.name)
+        return CType(self.name, fields=self.fields)
 
     def __str__(self) -> str:
         return self.name + ("*" if self.pointer else "") + "".join(f"[{d}]" for d in self.dims)

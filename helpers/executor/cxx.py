@@ -96,7 +96,7 @@ def _template_params(inner: str, line: int) -> list[TemplateParam]:
             params.append(TemplateParam(match.group(2), "type", default=default))
             continue
         match = re.fullmatch(rf"((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long long|long|short|char|bool|"
-                             rf"unsigned|size_t))\s+({_NAME})", part)
+                             rf"unsigned|size_t|{_NAME}))\s+({_NAME})", part)  # a typedef's name: const uint N
         if not match:
             raise UnsupportedSyntax(f"the template parameter {part!r}: the executor takes `typename T` and whole "
                                     "numbers (`int N`)", line)
@@ -187,6 +187,128 @@ def _default_arguments(text: str, lowered: Lowered) -> str:
     return text
 
 
+def _references(text: str) -> str:
+    """A function's reference parameters (const float& x, cg::thread_block& block) passed by value, which is the
+    same while the function writes neither the parameter nor through it; one that it writes is refused."""
+    depth, at = 0, 0
+    for match in re.finditer(rf"[{{}}]|(?<![\w.])({_NAME})\s*\(", text):
+        if match.group(0) in "{}":
+            depth += 1 if match.group(0) == "{" else -1
+            continue
+        if depth or match.start() < at or match.group(1) in _CONTROL:
+            continue
+        end = closing(text, match.end() - 1, line_of(text, match.start()))
+        at = end
+        body = re.match(r"\s*\{", text[end:])
+        params = text[match.end():end - 1]
+        if body is None or not re.search(r"[\w>]\s*&\s*[A-Za-z_]\w*\s*(?:,|$)", params):
+            continue
+        stop = closing_brace(text, end + body.end() - 1)
+        if stop < 0:
+            continue  # an unclosed body: the parser names it
+        for ref in re.finditer(r"[\w>]\s*(&)\s*([A-Za-z_]\w*)\s*(?=,|$)", params):
+            _refuse_written_reference(text[end:stop], ref.group(2), "const" in params[:ref.start()].split(",")[-1],
+                                      line_of(text, match.start()))
+        lowered = re.sub(r"([\w>]\s*)&(\s*[A-Za-z_]\w*\s*(?=,|$))", r"\1 \2", params)
+        text = text[:match.end()] + lowered + text[end - 1:]
+    return text
+
+
+def _refuse_written_reference(body: str, name: str, const: bool, line: int) -> None:
+    """An UnsupportedSyntax where a function assigns to a reference parameter, increments it or takes its address
+    (the caller would see the change; the executor passes values)."""
+    written = rf"(?<![\w.]){name}\s*(?:\.\s*\w+\s*|\[[^\]]*\]\s*)*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
+    if const or not re.search(rf"{written}|(?:\+\+|--)\s*{name}(?!\w)|(?<![\w.]){name}\s*(?:\+\+|--)|"
+                              rf"&\s*{name}(?!\w)", body):
+        return
+    raise UnsupportedSyntax(f"the reference parameter {name} (T& {name}) is written by its function, so the caller "
+                            "would see the change; the CPU executor passes parameters by value: return the new "
+                            f"value, or pass a pointer (T* {name}) and write *{name}", line)
+
+
+def _braced_arguments(text: str) -> str:
+    """A braced list passed as a function's argument, f(a, { x, 1.0f }), as a compound literal of the parameter's
+    type, which the translator supplies: (__auto){ x, 1.0f }."""
+    if not re.search(r"[(,]\s*\{", text):
+        return text
+    out, stack, last = [], [], ""
+    for ch in text:
+        if ch == "{" and stack and stack[-1] == "(" and last in "(,":
+            out.append("(__auto)")
+        if ch in "({[":
+            stack.append(ch)
+        elif ch in ")}]" and stack:
+            stack.pop()
+        if not ch.isspace():
+            last = ch
+        out.append(ch)
+    return "".join(out)
+
+
+def lower_structs(text: str) -> str:
+    """C++'s `struct NAME { ... };` as C's `typedef struct NAME { ... } NAME;` (so NAME names the type, as in
+    C++), with `__align__(n)` and `alignas(n)` dropped (the executor keeps no addresses of structs)."""
+    text = re.sub(r"(?<![\w.])(?:__align__|alignas)\s*\(\s*\w+\s*\)", lambda m: " " * len(m.group(0)), text)
+    out, start = [], 0
+    for match in re.finditer(r"(?<![\w.])struct\s+([A-Za-z_]\w*)\s*\{", text):
+        if match.start() < start or re.search(r"typedef\s*$", text[:match.start()]):
+            continue
+        end = closing_brace(text, match.end() - 1) - 1
+        tail = re.match(r"\s*;", text[end + 1:]) if end >= 0 else None
+        if tail is None:
+            continue  # struct X { ... } x; : left as it is
+        out.append(text[start:match.start()] + "typedef " + text[match.start():end + 1] + f" {match.group(1)}")
+        start = end + 1
+    return "".join(out) + text[start:]
+
+
+def shared_memory_wrappers(text: str) -> str:
+    """NVIDIA's samples' idiom for a template's dynamic shared memory, `template <class T> struct SharedMemory {
+    __device__ operator T*() { extern __shared__ int __smem[]; return (T*)__smem; } };` used as
+    `T* s = SharedMemory<T>();`: the struct (and its specialisations, template <> struct SharedMemory<double>)
+    become one template function, NAME__get<T>(), returning the extern __shared__ array cast to T* (on a GPU every
+    extern __shared__ array is the same bytes). Lines keep their numbers."""
+    pattern = re.compile(r"template\s*<\s*(?:class|typename)\s+(\w+)\s*>\s*struct\s+(\w+)\s*\{")
+    for match in list(pattern.finditer(text))[::-1]:
+        param, name = match.group(1), match.group(2)
+        end = closing_brace(text, match.end() - 1) - 1
+        body = text[match.end():end]
+        array = re.search(r"extern\s+__shared__\s+(\w+)\s+(\w+)\s*\[\s*\]", body)
+        if end < 0 or array is None or not re.search(rf"operator\s+{param}\s*\*\s*\(\s*\)", body) or \
+                re.search(r"operator\s*[^\s\w]", body):
+            continue
+        tail = re.match(r"\s*;", text[end + 1:])
+        stop = end + 1 + (tail.end() if tail else 0)
+        function = (f"template <class {param}> __device__ {param}* {name}__get() {{ extern __shared__ "
+                    f"{array.group(1)} {array.group(2)}[]; return ({param}*){array.group(2)}; }}")
+        text = text[:match.start()] + function + "\n" * text.count("\n", match.start(), stop) + text[stop:]
+        text = _drop_specialisations(text, name)
+        text = re.sub(rf"(?<![\w.]){name}\s*<([^<>;]*)>\s*\(\s*\)", rf"{name}__get<\1>()", text)
+    return text
+
+
+def _drop_specialisations(text: str, name: str) -> str:
+    """`template <> struct NAME<double> { ... };` blanked (newlines kept)."""
+    while match := re.search(rf"template\s*<\s*>\s*struct\s+{name}\s*<[^<>]*>\s*\{{", text):
+        end = closing_brace(text, match.end() - 1) - 1
+        if end < 0:
+            break
+        tail = re.match(r"\s*;", text[end + 1:])
+        stop = end + 1 + (tail.end() if tail else 0)
+        text = text[:match.start()] + "\n" * text.count("\n", match.start(), stop) + text[stop:]
+    return text
+
+
+def closing_brace(text: str, at: int) -> int:
+    """The index just past the brace that closes the one at text[at] (-1 if none does)."""
+    depth = 0
+    for k in range(at, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        if depth == 0:
+            return k + 1
+    return -1
+
+
 def lower(text: str) -> Lowered:
     """`text` (comments and directives gone) as C that pycparser reads, and what the templates were."""
     lowered = Lowered(text)
@@ -199,6 +321,8 @@ def lower(text: str) -> Lowered:
                                     line_of(text, match.start()))
     text = _casts(text)
     text = _default_arguments(text, lowered)
+    text = _references(text)
+    text = _braced_arguments(text)
     text = _calls(text, lowered)
     for word, replacement in _WORDS.items():
         text = re.sub(rf"(?<![\w.]){word}(?!\w)", replacement, text)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pycparser import c_ast, c_parser
 
 from .c_types import VECTORS
-from .cxx import Lowered, closing, line_of, lower, split_arguments
+from .cxx import Lowered, closing, line_of, lower, lower_structs, shared_memory_wrappers, split_arguments
 from .directives import directives
 from .errors import CudaCError, UnsupportedSyntax
 from .names import instances, lower_names
@@ -23,7 +23,7 @@ _PRELUDE = "typedef unsigned long long size_t; typedef _Bool bool; " + \
     "".join(f"typedef int {name}; " for name in PRELUDE_TYPES[2:])
 _KEYWORDS = {"__global__": "inline", "__device__": "", "__host__": "", "__shared__": "static",
              "__constant__": "register"}
-_UNSUPPORTED_WORDS = ("struct", "union", "namespace", "goto", "switch", "__managed__", "asm", "static", "std::",
+_UNSUPPORTED_WORDS = ("union", "namespace", "goto", "switch", "__managed__", "asm", "static", "std::",
                       "operator", "new", "delete", "throw", "try", "virtual", "this", "using")
 #: Types outside the subset; only a declaration (`half x`) counts, since `half` may also be a variable's name.
 _UNSUPPORTED_TYPES = ("half", "__half", "__nv_bfloat16", "dim3", "uint3", "long double")
@@ -107,10 +107,12 @@ def preprocess(source: str) -> Preprocessed:
     text = re.sub(r"(?<![\w.])static(?=\s+(?:__device__|__forceinline__|__inline__|inline|__host__|__global__)"
                   r"(?!\w))", "      ", read.text)  # a static function: static only limits where its name is seen
     text = re.sub(r"(?<![\w.])static(?=\s+(?:const|constexpr)\s)", "      ", text)  # a file-scope constant
-    text = lower_names(text, read.includes)
+    text = shared_memory_wrappers(lower_names(text, read.includes))
     half = ("half", "__half") if {"cuda_fp16.h", "mma.h"} & read.includes else ()
+    names = tuple(set(re.findall(r"(?<![\w.])(?:int|float|double|unsigned|long|short|char|bool|size_t|const)\s+("
+                                 + "|".join(_UNSUPPORTED_TYPES[:-1]) + r")\s*[,;)=\[]", text)))  # int dim3: a name
     for number, line in enumerate(text.split("\n"), 1):
-        _refuse_outside_the_subset(line, number, half)
+        _refuse_outside_the_subset(line, number, half + names)
     own = _own_names(text, read.defines)
     text = _expand(text, read.defines)
     for number, line in enumerate(text.split("\n"), 1):
@@ -119,7 +121,7 @@ def preprocess(source: str) -> Preprocessed:
     kernels, exported = kernel_names(text)
     text = re.sub(r'extern\s+"C"', lambda m: " " * len(m.group(0)), text)
     text, made = instances(text)
-    lowered = lower(text)
+    lowered = lower(lower_structs(text))
     text = lowered.text
     for word, replacement in _KEYWORDS.items():
         text = re.sub(rf"(?<!\w){word}(?!\w)", replacement, text)
@@ -145,7 +147,8 @@ def _extern_blocks(text: str) -> str:
 
 
 def _refuse_outside_the_subset(line: str, number: int, half: tuple[str, ...] = ()) -> None:
-    """An UnsupportedSyntax for a word on this line that the executor does not run, or NVRTC does not define."""
+    """An UnsupportedSyntax for a word on this line that the executor does not run, or NVRTC does not define
+    (`half`: the type names allowed here, as types or as variables' names)."""
     if "$" in line:
         raise UnsupportedSyntax("'$' in a name: the CPU executor takes names of letters, digits and _ (some "
                                 "compilers accept $, C and CUDA do not promise it)", number)
@@ -155,7 +158,7 @@ def _refuse_outside_the_subset(line: str, number: int, half: tuple[str, ...] = (
                 continue
             raise UnsupportedSyntax(f"{word!r} is not in the subset the CPU executor runs", number)
     for word in _UNSUPPORTED_TYPES:
-        if word in half and word in ("half", "__half"):
+        if word in half:  # half with its header, or a type's name used as a variable's (int dim3)
             continue
         if re.search(rf"(?<![\w.]){word}\s*\*?\s+[A-Za-z_]", line):
             if word in ("half", "__half"):

@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from pycparser import c_ast
 
-from .c_types import DTYPES, UINT, CType, promote
+from .c_types import DTYPES, UINT, VECTORS, CType, promote
 from .counters import WARP
 from .errors import CudaCError, UnsupportedSyntax
-from .runtime import Lanes
+from .runtime import Lanes, _eff
 from .warp import SHUFFLED, _shfl
 
 BLOCK, GRID = CType("__cg_thread_block"), CType("__cg_grid_group")
@@ -164,6 +165,8 @@ def _reduce(t: Any, args: list[Any], line: int | None) -> tuple[str, CType]:
         raise CudaCError("cg::reduce's first argument is a thread_block_tile<N> (tiled_partition<32>(block))", line)
     operator = args[2]
     op_name = operator.name.name if hasattr(operator, "name") and hasattr(operator.name, "name") else ""
+    if isinstance(operator, c_ast.ID) and operator.name in t.functions:
+        return _reduce_with(t, n, args[1], t.functions[operator.name], line)
     if op_name not in OPERATORS:
         raise UnsupportedSyntax("cg::reduce's operator: the executor runs cg::plus, cg::less, cg::greater, "
                                 "cg::bit_and, cg::bit_or and cg::bit_xor", line)
@@ -177,6 +180,31 @@ def _reduce(t: Any, args: list[Any], line: int | None) -> tuple[str, CType]:
         t.flops += 1
     return (f"_cg_reduce(_c, {t.cast(code, ctype, vtype, line)}, {n}, {OPERATORS[op_name]}, "
             f"{DTYPES[vtype.name]!r}, {line}, {t.mask})", vtype)
+
+
+def _reduce_with(t: Any, n: int, value: Any, fn: Any, line: int | None) -> tuple[str, CType]:
+    """cg::reduce(tile, value, f) with the source's own __device__ function f(a, b) (a struct too, as llm.c's
+    online softmax merges (max, sum) pairs): the same butterfly, f combining each lane's value with its partner's."""
+    code, ctype = t.expr(value)
+    if len(fn.params) != 2 or any(p != ctype for _, p in fn.params) or fn.returns != ctype:
+        raise CudaCError(f"cg::reduce's operator {fn.name} must take two {ctype} and return one", line)
+    dtypes = _leaves(ctype)
+    if dtypes is None:
+        raise CudaCError(f"cg::reduce of a {ctype}: the executor reduces numbers, vectors and structs of them", line)
+    return (f"_cg_reduce_with(_c, {code}, {n}, {fn.py_name}, {dtypes!r}, {line}, {t.mask})", ctype)
+
+
+def _leaves(ctype: CType) -> list[str] | None:
+    """The dtypes of a value's numbers in order (a struct's members, a vector's), None for a pointer or array."""
+    if ctype.pointer or ctype.dims:
+        return None
+    if ctype.fields:
+        found = [_leaves(member) for _, member in ctype.fields]
+        return None if None in found else [d for leaf in found for d in leaf]  # type: ignore[union-attr]
+    if ctype.name in VECTORS:
+        element, count = VECTORS[ctype.name]
+        return [DTYPES[element]] * count
+    return [DTYPES[ctype.name]] if ctype.name in DTYPES else None
 
 
 # ------------------------------------------------------------------------------------------------ runtime
@@ -206,5 +234,24 @@ def _cg_reduce(c: Lanes, value: Any, n: int, combine: Any, dtype: str, line: int
     return total
 
 
+def _cg_reduce_with(c: Lanes, value: Any, n: int, fn: Any, dtypes: list[str], line: int, m: Any, b: Any) -> Any:
+    """cg::reduce with the source's own function: each round, every number of the value shuffled from the partner
+    lane (checked as __shfl_xor_sync is), then fn(mine, partner's) for the active lanes."""
+    mask = _tile_mask(c, n)
+    total, step = value, n // 2
+    while step:
+        total = fn(c, _eff(m, b), total, _partner(c, total, iter(dtypes), mask, step, n, line, m, b))
+        step //= 2
+    return total
+
+
+def _partner(c: Lanes, v: Any, leaves: Any, mask: np.ndarray, step: int, n: int, line: int, m: Any, b: Any) -> Any:
+    """Each number of `v` (a struct or vector: member by member) from the lane `step` away in its tile."""
+    if isinstance(v, tuple):
+        return tuple(_partner(c, x, leaves, mask, step, n, line, m, b) for x in v)
+    return _shfl(c, "__shfl_xor_sync", mask, v, step, n, next(leaves), line, m, b, shown="cg::reduce")
+
+
 #: Names the translated code may call (merged into the runtime's namespace).
-RUNTIME: dict[str, Any] = {"_tile_mask": _tile_mask, "_tile_bits": _tile_bits, "_cg_reduce": _cg_reduce, "np": np}
+RUNTIME: dict[str, Any] = {"_tile_mask": _tile_mask, "_tile_bits": _tile_bits, "_cg_reduce": _cg_reduce,
+                           "_cg_reduce_with": _cg_reduce_with, "np": np}

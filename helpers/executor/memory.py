@@ -18,7 +18,7 @@ import numpy as np
 
 from .c_types import DTYPES
 from .counters import WARP
-from .front import CudaCError
+from .front import CudaCError, UnsupportedSyntax
 
 if TYPE_CHECKING:
     from .runtime import Lanes
@@ -39,11 +39,13 @@ class Allocation:
     a kernel may write it (a pointer to it is not const), the last reads too: a later write by another thread
     with nothing ordering the two is a race (an in-place shift, y[i + 1] = x[i] with x and y one array)."""
 
-    __slots__ = ("data", "name", "writer", "epoch", "line", "integer", "reader", "r_block", "r_epoch", "r_line")
+    __slots__ = ("data", "name", "writer", "epoch", "line", "integer", "reader", "r_block", "r_epoch", "r_line",
+                 "views")
 
     def __init__(self, data: np.ndarray, name: str) -> None:
         self.data, self.name = data, name
         self.integer = data.dtype.kind in "iub"
+        self.views: dict[str, Allocation] = {data.dtype.str: self}
         self.writer: np.ndarray | None = None
         self.epoch: np.ndarray | None = None
         self.line: np.ndarray | None = None
@@ -62,6 +64,19 @@ class Allocation:
             self.writer = np.full(self.data.size, -1, np.int64)
             self.epoch = np.zeros(self.data.size, np.int64)
             self.line = np.zeros(self.data.size, np.int32)
+
+    def view(self, ctype: str) -> Allocation:
+        """The same bytes as elements of `ctype` (a byte buffer read as floats): one view per type, shared by
+        every pointer cast to it, each with its own record of writers (races across two types go unseen)."""
+        dtype = np.dtype(DTYPES[ctype])
+        found = self.views.get(dtype.str)
+        if found is None:
+            whole = self.data.nbytes // dtype.itemsize * dtype.itemsize
+            found = self.views[dtype.str] = Allocation(self.data.view(np.uint8)[:whole].view(dtype), self.name)
+            found.views = self.views
+            if self.reader is not None:
+                found.watch_reads()
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +147,14 @@ class Shared:
     """A __shared__ array (one copy per block of the batch) or a local one (one per lane), flat: whether anything
     wrote each element (for garbage) and, when shared, its last reader and writer in the block's barrier epoch."""
 
-    def __init__(self, name: str, ctype: str, dims: tuple[int, ...], copies: int, space: str, base: int) -> None:
+    def __init__(self, name: str, ctype: str, dims: tuple[int, ...], copies: int, space: str, base: int,
+                 data: np.ndarray | None = None) -> None:
         self.name, self.space, self.dims, self.base = name, space, dims, base
         self.dynamic: int | None = None  # extern __shared__: the launch's shared_mem= bytes
         self.size = int(np.prod(dims))
         self.strides = tuple(int(np.prod(dims[i + 1:])) for i in range(len(dims)))
-        self.data = np.zeros(self.size * copies, DTYPES[ctype])
+        self.data = np.zeros(self.size * copies, DTYPES[ctype]) if data is None else data
+        self.views: dict[str, Shared] = {self.data.dtype.str: self}  # the same bytes as other types (view)
         self.itemsize = self.data.itemsize
         self.integer = self.data.dtype.kind in "iub"
         self.written = np.zeros(self.data.size, bool)
@@ -152,6 +169,38 @@ class Shared:
             self.r_sync = np.zeros(self.data.size, np.int64)  # the readers' warp's __syncwarp() count at the last
             self.r_warp = np.full(self.data.size, -1, np.int64)  # the readers' warp in the batch; -2: several
             self.r_bits = np.zeros(self.data.size, np.int64)  # the readers' lanes of that warp, one bit each
+
+    def view(self, ctype: str, line: int | None) -> Shared:
+        """The same bytes as a flat array of `ctype` (extern __shared__ unsigned char smem[] carved into float and
+        int arrays): one view per type, each with its own record of accesses (a race between accesses of two
+        types goes unseen; a read of what another type wrote is not garbage)."""
+        dtype = np.dtype(DTYPES[ctype])
+        found = self.views.get(dtype.str)
+        if found is not None:
+            return found
+        nbytes = self.size * self.itemsize
+        if nbytes % dtype.itemsize:
+            raise UnsupportedSyntax(f"the {self.space} array {self.name} ({nbytes} bytes) seen as {ctype}: the CPU "
+                                    f"executor reinterprets whole arrays only; make its size a multiple of "
+                                    f"{dtype.itemsize} bytes", line)
+        copies = self.data.size // self.size
+        found = Shared(self.name, ctype, (nbytes // dtype.itemsize,), copies, self.space, self.base,
+                       self.data.view(dtype))
+        found.dynamic, found.views = self.dynamic, self.views
+        self.views[dtype.str] = found
+        return found
+
+    def written_elsewhere(self, flat: np.ndarray) -> np.ndarray:
+        """For elements of this view: whether a view of another type wrote all their bytes."""
+        done = np.zeros(flat.shape, bool)
+        start = flat.astype(np.int64) * self.itemsize
+        for other in self.views.values():
+            if other is not self:
+                covered = np.ones(flat.shape, bool)
+                for byte in range(0, self.itemsize, other.itemsize):
+                    covered &= other.written[(start + byte) // other.itemsize]
+                done |= covered
+        return done
 
     def element(self, flat: int) -> str:
         index, rest = [], flat % self.size
@@ -300,28 +349,38 @@ def read_race(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: i
                       line, int(lanes[k]))
 
 
-def record_writes(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
-    """Keep each element's writer; two lanes of this store writing one element race."""
+def record_writes(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int, values: Any) -> None:
+    """Keep each element's writer; two lanes of this store writing different values to one element race."""
     alloc = p.alloc
     alloc.track()
     gid = c.gid[lanes]
     alloc.writer[flat] = gid
     clash = alloc.writer[flat] != gid
-    if clash.any():
-        one, two = _pair(flat, clash)
+    if clash.any() and (pair := _pair(flat, values)) is not None:
+        one, two = pair
         raise _global_race_fault(c, p, int(flat[two]), int(lanes[two]), int(gid[one]), line, line, "write")
     alloc.epoch[flat] = c.lep[lanes]
     alloc.line[flat] = line
 
 
-def _pair(flat: np.ndarray, clash: np.ndarray) -> tuple[int, int]:
-    """The first two lanes (in thread order) of one store that wrote one element."""
-    same = np.flatnonzero(flat == flat[first(clash)])
-    return int(same[0]), int(same[1])
+def _pair(flat: np.ndarray, values: Any) -> tuple[int, int] | None:
+    """The first two lanes (in thread order) of one store that wrote different values to one element; None when
+    every element's lanes wrote the same value (flag = 1 from every thread: whichever lands, the element holds
+    it, so compute-sanitizer's racecheck counts it benign)."""
+    values = np.broadcast_to(values, flat.shape)
+    order = np.argsort(flat, kind="stable")
+    f, v = flat[order], values[order]
+    differ = (f[1:] == f[:-1]) & (v[1:] != v[:-1])
+    if not differ.any():
+        return None
+    k = int(np.flatnonzero(differ)[0])
+    return int(order[k]), int(order[k + 1])
 
 
 def uninitialised(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
     unwritten = ~a.written[flat]
+    if unwritten.any() and len(a.views) > 1:
+        unwritten &= ~a.written_elsewhere(flat)
     if unwritten.any():
         k = first(unwritten)
         hint = (" (shared memory starts with garbage: write every element before any thread reads it, with a "
@@ -373,7 +432,7 @@ def _unsynced(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, raced: n
     return raced
 
 
-def shared_write(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
+def shared_write(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int, values: Any) -> None:
     """A write of shared elements: after another thread's read or write in this epoch it races."""
     gid, epoch = c.gid[lanes], c.lep[lanes]
     for did, e, who, at in (("wrote", a.w_epoch, a.w_gid, a.w_line), ("read", a.r_epoch, a.r_gid, a.r_line)):
@@ -384,8 +443,8 @@ def shared_write(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line:
                                "write", line)
     a.w_gid[flat] = gid
     clash = a.w_gid[flat] != gid
-    if clash.any():  # two lanes of this store on one element
-        one, two = _pair(flat, clash)
+    if clash.any() and (pair := _pair(flat, values)) is not None:  # two lanes of this store: different values
+        one, two = pair
         raise _shared_race(c, a, int(flat[two]), int(lanes[two]), "wrote", int(gid[one]), line, "write", line,
                            warp=False)
     a.w_epoch[flat], a.w_line[flat] = epoch, line

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .cxx import closing, line_of
+from .cxx import closing, closing_brace, line_of
 from .errors import CudaCError, UnsupportedSyntax
 
 #: CUDA's namespaces the executor runs, the prefix their names get, the header that declares them and the names
@@ -79,12 +79,10 @@ def _open_namespaces(text: str, own: set[str]) -> str:
 
 def _brace(text: str, at: int) -> int:
     """The index just past the brace that closes the one at text[at]."""
-    depth = 0
-    for i in range(at, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        if depth == 0:
-            return i + 1
-    raise CudaCError("a namespace's { is never closed", line_of(text, at))
+    end = closing_brace(text, at)
+    if end < 0:
+        raise CudaCError("a namespace's { is never closed", line_of(text, at))
+    return end
 
 
 def _resolve(chain: list[str], aliases: dict[str, str], used: list[str], own: set[str]) -> str:

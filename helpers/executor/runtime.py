@@ -230,6 +230,13 @@ def _tern(c: Lanes, q: Any, yes: Callable[[Any], Any], no: Callable[[Any], Any],
     z = no(off) if off.any() else None
     if a is None or z is None:
         return a if z is None else z
+    return _where(q, a, z)
+
+
+def _where(q: Any, a: Any, z: Any) -> Any:
+    """Per lane, `a` where q holds, else `z`: member by member for a struct or vector."""
+    if isinstance(a, tuple):
+        return tuple(_where(q, x, y) for x, y in zip(a, z, strict=True))
     return np.where(q, a, z)
 
 
@@ -324,23 +331,74 @@ def _vset(x: Any, v: tuple[Any, ...], m: Any, b: Any) -> tuple[Any, ...]:
     return tuple(_set(x[k] if isinstance(x, tuple) else None, v[k], m, b) for k in range(len(v)))
 
 
+def _sset(x: Any, v: tuple[Any, ...], m: Any, b: Any) -> tuple[Any, ...]:
+    """A struct (or vector) variable after an assignment by the active lanes: member by member, inside nested
+    members too."""
+    return tuple((_sset if isinstance(v[k], tuple) else _set)(x[k] if isinstance(x, tuple) else None, v[k], m, b)
+                 for k in range(len(v)))
+
+
+def _sput(x: tuple[Any, ...], where: tuple[int, ...], v: Any, m: Any, b: Any) -> tuple[Any, ...]:
+    """A struct variable after its member at `where` (s.in.x: two positions) is set by the active lanes."""
+    k, rest = where[0], where[1:]
+    inner = _sput(x[k], rest, v, m, b) if rest else (_sset if isinstance(v, tuple) else _set)(x[k], v, m, b)
+    return (*x[:k], inner, *x[k + 1:])
+
+
+def _srd(c: Lanes, v: Any, line: int, m: Any, b: Any) -> Any:
+    """A struct (or vector) declared without a value, read whole: each member as _rd reads it."""
+    if isinstance(v, tuple):
+        return tuple(_srd(c, x, line, m, b) for x in v)
+    return _rd(c, v, line, m, b)
+
+
 def _vptr(c: Lanes, p: Any, n: int, line: int, m: Any, b: Any) -> Any:
     """`p` seen as a pointer to vectors of n elements: a fault where a lane's address is not a multiple of n."""
     if not isinstance(p, Pointer | SharedRef):
         raise c.fault("bad pointer", "cast a pointer that points nowhere", line, c.first(_eff(m, b)))
-    bad = np.broadcast_to(np.asarray(p.offset) % n != 0, (c.lanes,))
+    _aligned(c, p, p.offset, n, f"{n * _source(p).data.itemsize}-byte vectors", line, m, b)
+    return p
+
+
+def _retype(c: Lanes, p: Any, ctype: str, line: int, m: Any, b: Any) -> Any:
+    """`p` seen as a pointer to `ctype` (reinterpret_cast<float*>(bytes)): the same bytes as elements of that
+    type, a fault where a lane's address is not a multiple of its size."""
+    if not isinstance(p, Pointer | SharedRef):
+        raise c.fault("bad pointer", "cast a pointer that points nowhere", line, c.first(_eff(m, b)))
+    old = _source(p)
+    view = old.view(ctype, line) if isinstance(p, SharedRef) else old.view(ctype)
+    size, was = view.data.itemsize, old.data.itemsize
+    byte = p.offset * was if isinstance(p.offset, int) else np.multiply(p.offset, was, dtype=np.int64)
+    if size > was:
+        _aligned(c, p, byte, size, f"{ctype} ({size} bytes)", line, m, b, unit=1)
+    offset = byte // size
+    if isinstance(p, SharedRef):
+        return SharedRef(view, offset)
+    return Pointer(view, offset, p.name, p.start * was // size, p.writable)
+
+
+def _source(p: Pointer | SharedRef) -> Any:
+    """The array or allocation a pointer points into."""
+    return p.array if isinstance(p, SharedRef) else p.alloc
+
+
+def _aligned(c: Lanes, p: Pointer | SharedRef, where: Any, n: int, what: str, line: int, m: Any, b: Any,
+             unit: int | None = None) -> None:
+    """A "misaligned address" fault where an active lane's `where` (in elements, or bytes: unit=1) is not a
+    multiple of n: a cast to a pointer to `what`, whose elements start at a multiple of their size."""
+    bad = np.broadcast_to(np.asarray(where) % n != 0, (c.lanes,))
     e = _eff(m, b)
     bad = bad & (e if e is not None else c.real if c.real is not None else True)
-    if bad.any():
-        lane = int(np.flatnonzero(bad)[0])
-        data, name, start = (p.array.data, p.array.name, 0) if isinstance(p, SharedRef) else \
-            (p.alloc.data, p.name, p.start)
-        size = n * data.itemsize
-        offset = int(np.broadcast_to(p.offset, (c.lanes,))[lane])
-        raise c.fault("misaligned address", f"casts a pointer to element {offset - start} of {name} to a pointer "
-                      f"to {size}-byte vectors, which must start at a multiple of {size} bytes (every {n}th "
-                      f"element of the allocation): on a GPU, \"misaligned address\"", line, lane)
-    return p
+    if not bad.any():
+        return
+    lane = int(np.flatnonzero(bad)[0])
+    data, name, start = (p.array.data, p.array.name, 0) if isinstance(p, SharedRef) else \
+        (p.alloc.data, p.name, p.start)
+    unit = data.itemsize if unit is None else unit
+    at = int(np.broadcast_to(where, (c.lanes,))[lane])
+    place = f"byte {at - start * data.itemsize}" if unit == 1 else f"element {at - start}"
+    raise c.fault("misaligned address", f"casts a pointer to {place} of {name} to a pointer to {what}, which must "
+                  f"start at a multiple of {n * unit} bytes: on a GPU, \"misaligned address\"", line, lane)
 
 
 def _fma(a: Any, b: Any, c: Any) -> Any:
@@ -350,6 +408,14 @@ def _fma(a: Any, b: Any, c: Any) -> Any:
         return (np.float64(a) * np.float64(b) + np.float64(c)).astype(np.float32) if np.ndim(a) or np.ndim(b) \
             or np.ndim(c) else np.float32(np.float64(a) * np.float64(b) + np.float64(c))
     return a * b + c
+
+
+def _mul24(a: Any, b: Any, signed: bool) -> Any:
+    """The product of the low 24 bits of a and b (sign-extended when signed), in 64 bits (the caller keeps 32)."""
+    def low(x: Any) -> Any:
+        x = np.asarray(x).astype(np.int64) & 0xFFFFFF
+        return np.where(x >= 1 << 23, x - (1 << 24), x) if signed else x
+    return low(a) * low(b)
 
 
 def _bits(x: Any, frm: str, to: str) -> Any:
@@ -431,12 +497,13 @@ def namespace() -> dict[str, Any]:
                  _m___fadd_rn=np.add, _m___fsub_rn=np.subtract, _m___fsqrt_rn=np.sqrt,
                  _m___frcp_rn=lambda x: np.asarray(x).dtype.type(1) / x,
                  _m___saturatef=lambda x: np.where(np.isnan(x), 0, np.clip(x, 0, 1)).astype(np.asarray(x).dtype),
-                 _fma=_fma, _bits=_bits, _min=np.minimum, _max=np.maximum, _abs=np.abs)
+                 _fma=_fma, _bits=_bits, _mul24=_mul24, _min=np.minimum, _max=np.maximum, _abs=np.abs)
     names.update(_eff=_eff, _any=_any, _and=_and, _andnot=_andnot, _rejoin=_rejoin, _join=_join,
                  _leave=_leave, _kill=_kill, _set=_set, _Unset=_Unset, _rd=_rd, _i=_i, _not=_not, _land=_land,
                  _lor=_lor, _tern=_tern, _fl=_fl, _fell_off=_fell_off, _shift=_shift, _offset=_offset, _vput=_vput,
                  _isnull=_isnull, _bit_popc=_bit_popc, _bit_clz=_bit_clz, _bit_ffs=_bit_ffs, _bit_brev=_bit_brev,
-                 _vset=_vset, _vptr=_vptr, _vrd=_vrd)
+                 _vset=_vset, _vptr=_vptr, _vrd=_vrd, _retype=_retype,
+                 _sset=_sset, _sput=_sput, _srd=_srd)
     return names
 
 
@@ -582,9 +649,7 @@ class Lanes:
         """An extern __shared__ array: the launch's shared_mem= bytes, one region every such array shares."""
         array = self.arrays.get(("extern", "", (), 0))
         if array is not None and array.data.dtype != DTYPES[ctype]:
-            raise UnsupportedSyntax(f"extern __shared__ arrays of two types ({array.data.dtype} and {ctype}): on a "
-                                    "GPU they share one region; the executor needs one type: declare one array and "
-                                    "index it", line)
+            return array.view(ctype, line)  # extern __shared__ arrays of two types: one region, as on a GPU
         if array is None:
             size = self.run.shared_mem // np.dtype(DTYPES[ctype]).itemsize
             array = Shared(name, ctype, (size,), self.blocks, "shared", self.shared_used)
@@ -679,7 +744,7 @@ class Lanes:
             return
         f = flat[lanes]
         if a.space == "shared":
-            memory.shared_write(self, a, f, lanes, line)
+            memory.shared_write(self, a, f, lanes, line, np.broadcast_to(value, (self.lanes,))[lanes])
             if count:
                 self._bank_count(a, flat, e, load=False)
         else:
@@ -821,7 +886,8 @@ class Lanes:
         alloc = p.alloc
         if alloc.writer is not None:
             memory.global_race(self, p, f[before], before, line, "write")
-        memory.record_writes(self, p, f[before], before, line)  # two lanes of this store on one element first
+        memory.record_writes(self, p, f[before], before, line,  # two lanes of this store on one element first
+                             np.broadcast_to(value, (self.lanes,))[before])
         if alloc.reader is not None:
             memory.read_race(self, p, f[before], before, line)
         if stray is not None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pycparser import c_ast
 
-from . import groups, vectors, warp, wmma
+from . import groups, structs, vectors, warp, wmma
 from .c_types import (
     BOOL,
     CONVERSIONS,
@@ -108,7 +108,7 @@ class Var:
     py: str
     type: CType
     unset: bool = False  # declared without a value: reads are checked
-    cell: bool = False  # a __shared__ scalar: an array of one element in shared memory
+    cell: bool = False  # a __shared__ scalar, or a local whose address is taken (&x): an array of one element
     const: bool = False  # a template argument or a file-scope constant: never assigned
 
 
@@ -149,6 +149,7 @@ class Translator:
         self.lambdas = 0  # how deep in a ?: branch or the right side of && / ||: no assignments there
         self.flops = 0  # floating-point operations in the statement being translated
         self.volatile: set[str] = set()  # the names declared volatile (volatile float* s, volatile __shared__ ...)
+        self.addressed: set[str] = set()  # the names whose address is taken (&x): they live in local memory
 
     # -------------------------------------------------------------------- scopes and output
 
@@ -185,6 +186,8 @@ class Translator:
 
     def ctype(self, node: c_ast.Node, line: int) -> CType:
         """The CType of a declaration's type node."""
+        if isinstance(node, c_ast.TypeDecl) and isinstance(node.type, c_ast.Struct):
+            return structs.define(self, node.type, line)
         if isinstance(node, c_ast.TypeDecl):
             if not isinstance(node.type, c_ast.IdentifierType):
                 raise UnsupportedSyntax(f"the type {type(node.type).__name__}", line)
@@ -201,6 +204,7 @@ class Translator:
             return CType(name)
         if isinstance(node, c_ast.PtrDecl):
             inner = self.ctype(node.type, line)
+            structs.refuse_in_memory(CType(inner.name, pointer=True), line)
             if inner.pointer or inner.dims:
                 raise UnsupportedSyntax("a pointer to a pointer or to an array", line)
             return CType(inner.name, pointer=True, const="const" in (getattr(node.type, "quals", None) or []))
@@ -209,6 +213,7 @@ class Translator:
             if node.dim is None:
                 raise UnsupportedSyntax("an array without a size", line)
             size = self.constant(node.dim, line)
+            structs.refuse_in_memory(CType(inner.name, dims=(size,)), line)
             return CType(inner.name, dims=(size, *inner.dims))
         raise UnsupportedSyntax(f"the declaration {type(node).__name__}", line)
 
@@ -268,8 +273,13 @@ class Translator:
         args = [self.declare(pname, ptype, line) for pname, ptype in params]
         self.volatile |= {p.name for p in (decl.type.args.params if decl.type.args else [])
                           if isinstance(p, c_ast.Decl) and _is_volatile(p)}
+        self.addressed = _addressed(node.body)
         self.emit(0, f"def {py_name}(_c, _b{''.join(', ' + a for a in args)}):")
         self.emit(1, "_m = _rv = None")
+        for (pname, ptype), py in zip(params, args, strict=True):
+            if pname in self.addressed and not ptype.pointer and not structs.value(ptype):  # &param: in memory
+                var = self.scopes[-1][pname]
+                var.py, var.cell = self.local_cell(pname, ptype, py, 1, line), True
         self.block(node.body, 1)
         if self.returns.name != "void":
             self.emit(1, f"_fell_off(_c, {MASK})")
@@ -424,7 +434,7 @@ class Translator:
                 raise CudaCError("a kernel (or void function) returns no value: write return;", line)
             value = self.convert(node.expr, self.returns, line)
             self.tick(depth)
-            setter = "_vset" if vectors.is_vector(self.returns) else "_set"
+            setter = _setter(self.returns)
             self.emit(depth, f"_rv = {setter}(_rv, {value}, _eff({MASK}), None)")  # returned lanes keep theirs
         self.emit(depth, "_b = _kill(_m, _b)")
         if self.kernel:
@@ -445,24 +455,15 @@ class Translator:
             self.array(node, depth, line)
             return
         ctype = self.declared_type(node, line)
-        if wmma.is_fragment(ctype):
-            ctype = wmma.bind(ctype, self.typedefs)  # fragment<accumulator, 16, 16, 16, T> in a template instance
-            if node.init is not None:
-                raise UnsupportedSyntax("a fragment declared with a value: declare it, then fill_fragment or "
-                                        "load_matrix_sync", line)
-            py = self.declare(node.name, ctype, line)
-            self.emit(depth, f"{py} = {wmma.declare(self, ctype, line)}")
-            return
-        if "static" in (node.storage or []):
-            self.shared_cell(node, ctype, depth, line)
+        if self.in_memory(node, ctype, depth, line):
             return
         if node.init is None:
             py = self.declare(node.name, ctype, line, unset=True)
-            self.emit(depth, f"{py} = {vectors.unset(ctype, node.name, line)}")  # a read before a value: reported
+            unset = structs.unset(ctype, node.name, line) if structs.value(ctype) else \
+                vectors.unset(ctype, node.name, line)
+            self.emit(depth, f"{py} = {unset}")  # a read before a value: reported
             return
-        if isinstance(node.init, c_ast.InitList):
-            raise UnsupportedSyntax("an initializer list { ... } for a variable that is not an array", line)
-        value = self.convert(node.init, ctype, line)
+        value = self.initial_value(node.init, ctype, line)
         py = self.declare(node.name, ctype, line)
         if "const" in (node.quals or []) and not ctype.pointer:
             self.scopes[-1][node.name].const = True
@@ -472,6 +473,49 @@ class Translator:
                 self.constants[py] = known
         self.emit(depth, f"{py} = {value}")  # a new variable: its inactive lanes are never read
         self.tick(depth)
+
+    def in_memory(self, node: c_ast.Decl, ctype: CType, depth: int, line: int) -> bool:
+        """Declares a variable that lives in memory: a WMMA fragment, a __shared__ scalar, or a local whose
+        address is taken (&x); False for any other."""
+        if wmma.is_fragment(ctype):
+            ctype = wmma.bind(ctype, self.typedefs)  # fragment<accumulator, 16, 16, 16, T> in a template instance
+            if node.init is not None:
+                raise UnsupportedSyntax("a fragment declared with a value: declare it, then fill_fragment or "
+                                        "load_matrix_sync", line)
+            py = self.declare(node.name, ctype, line)
+            self.emit(depth, f"{py} = {wmma.declare(self, ctype, line)}")
+            return True
+        if "static" in (node.storage or []):
+            self.shared_cell(node, ctype, depth, line)
+            return True
+        if node.name in self.addressed and not ctype.pointer and not groups.is_group(ctype) and \
+                not structs.value(ctype):
+            value = None if node.init is None else self.convert(node.init, ctype, line)
+            self.declare(node.name, ctype, line)
+            self.scopes[-1][node.name].py = self.local_cell(node.name, ctype, value, depth, line)
+            self.scopes[-1][node.name].cell = True
+            return True
+        return False
+
+    def initial_value(self, init: c_ast.Node, ctype: CType, line: int) -> str:
+        """A variable's initial value: an expression converted to its type, or a struct's { ... }."""
+        if isinstance(init, c_ast.InitList) and structs.value(ctype):
+            return structs.initial(self, init, ctype, line)
+        if isinstance(init, c_ast.InitList):
+            raise UnsupportedSyntax("an initializer list { ... } for a variable that is not an array or a struct",
+                                    line)
+        return self.convert(init, ctype, line)
+
+    def local_cell(self, name: str, ctype: CType, value: str | None, depth: int, line: int) -> str:
+        """A local variable whose address is taken (&x, as in reinterpret_cast<float*>(&v)): an array of one
+        element (a vector's members) in the thread's local memory, given `value` if any. Its Python name."""
+        py = f"{name}_cell{self.fresh()}"
+        scalar = vectors.element(ctype) if vectors.is_vector(ctype) else ctype
+        self.emit(depth, f"{py} = _c.local({name!r}, {scalar.name!r}, ({vectors.width(ctype)},))")
+        if value is not None:
+            self.emit(depth, vectors.store_cell(py, ctype, value, line, MASK))
+            self.tick(depth)
+        return py
 
     def shared_cell(self, node: c_ast.Decl, ctype: CType, depth: int, line: int) -> None:
         """`__shared__ float total;`: one element of shared memory the block's threads share, as an array of one
@@ -583,12 +627,13 @@ class Translator:
         self.writable(target, line)
         rhs, ttype = self.assign_value(target, op, value, line)
         if isinstance(target, c_ast.StructRef):
-            return vectors.assign_member(self, target, rhs, line)
+            found = structs.assign(self, target, rhs, line)
+            return found if found is not None else vectors.assign_member(self, target, rhs, line)
         if isinstance(target, c_ast.ID):
             var = self.lookup(target.name, line)
             if var.cell:
-                return f"_c.sta({var.py}, (0,), {rhs}, {line}, {self.mask})"
-            setter = "_vset" if vectors.is_vector(var.type) else "_set"
+                return vectors.store_cell(var.py, var.type, rhs, line, self.mask)
+            setter = _setter(var.type)
             return f"{var.py} = {setter}({var.py}, {rhs}, {self.mask})"
         if isinstance(target, c_ast.ArrayRef | c_ast.UnaryOp):
             kind, base, index = self.address(target, line)
@@ -720,6 +765,10 @@ class Translator:
             raise UnsupportedSyntax(f"a {frm.name.removeprefix('__cg_')} where a {to.name.removeprefix('__cg_')} is "
                                     "wanted: the executor keeps each group its own type (cg::thread_block, "
                                     "cg::thread_block_tile<32>)", line)
+        if structs.value(frm) or structs.value(to):
+            if frm == to:
+                return code
+            raise CudaCError(f"converting {frm} to {to}: C++ converts a struct only to itself", line)
         if vectors.is_vector(frm) or vectors.is_vector(to):
             if frm == to:
                 return code
@@ -783,6 +832,9 @@ class Translator:
             return self.assignment_value(node, line)
         if isinstance(node, c_ast.ExprList):
             raise UnsupportedSyntax("the comma operator (a, b): write two statements", line)
+        if isinstance(node, c_ast.CompoundLiteral):
+            raise UnsupportedSyntax("a { ... } value here: the executor takes { ... } as a struct variable's value or "
+                                    "as a struct parameter's argument", line)
         raise UnsupportedSyntax(f"the expression {type(node).__name__}", line)
 
     def load(self, node: c_ast.ArrayRef | c_ast.UnaryOp, line: int | None) -> tuple[str, CType]:
@@ -802,8 +854,8 @@ class Translator:
                                     "statement of its own", line)
         var = self.lookup(node.lvalue.name, line)
         if var.cell:
-            raise UnsupportedSyntax("an assignment to a __shared__ variable inside an expression: make it a "
-                                    "statement of its own", line)
+            raise UnsupportedSyntax("an assignment to a __shared__ variable (or one whose address is taken, &x) "
+                                    "inside an expression: make it a statement of its own", line)
         statement = self.assign(node.lvalue, node.op, node.rvalue, line)
         return f"({var.py} := {statement.split(' = ', 1)[1]})", var.type
 
@@ -827,7 +879,8 @@ class Translator:
                 call.name.field.name in groups.DIM3 and groups.is_group(self.type_of(call.name.name)):
             base = groups.DIM3[call.name.field.name]
         if base not in BUILTINS:
-            return vectors.member(self, node, line)
+            found = structs.read(self, node, line)
+            return found if found is not None else vectors.member(self, node, line)
         if node.type != "." or node.field.name not in ("x", "y", "z"):
             raise CudaCError(f"{base} has members .x, .y and .z", line)
         return f"_c.{BUILTINS[base]}{node.field.name}", UINT
@@ -841,7 +894,9 @@ class Translator:
             raise CudaCError(f"{node.name} has parts .x, .y and .z: write {node.name}.x", line)
         var = self.lookup(node.name, line)
         if var.cell:
-            return f"_c.lda({var.py}, (0,), {line}, {self.mask})", var.type
+            return vectors.load_cell(var.py, var.type, line, self.mask), var.type
+        if var.unset and structs.value(var.type):
+            return f"_srd(_c, {var.py}, {line}, {self.mask})", var.type
         if var.unset and vectors.is_vector(var.type):  # each member read as set
             return f"_vrd(_c, {var.py}, {line}, {self.mask})", var.type
         if var.unset:
@@ -855,7 +910,12 @@ class Translator:
         kb, b, bt, fb = self.under_mask(lambda: self.expr(node.iffalse))
         if at.pointer or bt.pointer:
             raise UnsupportedSyntax("a ternary that chooses between pointers", line)
-        rt = arithmetic(at, bt)
+        if structs.value(at) or structs.value(bt) or vectors.is_vector(at) or vectors.is_vector(bt):
+            if at != bt:
+                raise CudaCError(f"c ? a : b with a {at} and a {bt}: both sides must have one type", line)
+            rt = at
+        else:
+            rt = arithmetic(at, bt)
         yes, no = _lambda(ka, self.cast(a, at, rt, line), fa), _lambda(kb, self.cast(b, bt, rt, line), fb)
         return f"_tern(_c, {cond}, {yes}, {no}, {self.mask})", rt
 
@@ -874,6 +934,8 @@ class Translator:
                 self.type_of(node.expr)
             if ctype.name in ("void", "__auto") and not ctype.pointer:
                 raise CudaCError(f"sizeof({ctype.name}): it has no size (NVRTC: incomplete type)", line)
+            if structs.value(ctype):
+                return str(structs.layout(ctype)[0]), CType("unsigned long long")
             return str(8 if ctype.pointer else size_of(ctype.name) * math.prod(ctype.dims)), \
                 CType("unsigned long long")
         if op == "&":
@@ -904,8 +966,15 @@ class Translator:
         if isinstance(node, c_ast.ID) and self.lookup(node.name, line).cell:
             var = self.lookup(node.name, line)
             return f"_c.ref({var.py}, (0,), {line}, {self.mask})", CType(var.type.name, pointer=True)
+        if isinstance(node, c_ast.ID) and self.lookup(node.name, line).type.dims:  # &tile: where the array starts
+            var = self.lookup(node.name, line)
+            return f"_c.decay({var.py})", CType(var.type.name, pointer=True)
+        if isinstance(node, c_ast.ID):
+            structs.refuse_in_memory(CType(self.lookup(node.name, line).type.name, pointer=True), line)
         if not isinstance(node, c_ast.ArrayRef):
-            raise UnsupportedSyntax("& of anything but an array element (&a[i]) or a __shared__ variable", line)
+            raise UnsupportedSyntax("& of anything but a variable, an array or an array element (&x, &a[i]): "
+                                    "&p of a pointer makes a pointer to a pointer, which the executor does not "
+                                    "follow", line)
         kind, base, index = self.address(node, line)
         ptype = CType(self.element_type(node).name, pointer=True, const=self.type_of(node.name).const)
         if kind:  # &tile[i][j]: a pointer into a shared or local array
@@ -920,8 +989,8 @@ class Translator:
                                     "statement of its own", line)
         var = self.lookup(node.expr.name, line)
         if var.cell:
-            raise UnsupportedSyntax(f"{op.strip('p')} on a __shared__ variable inside an expression: make it a "
-                                    "statement of its own", line)
+            raise UnsupportedSyntax(f"{op.strip('p')} on a __shared__ variable (or one whose address is taken, &x) "
+                                    "inside an expression: make it a statement of its own", line)
         one = c_ast.Constant("int", "1", node.coord)
         new = self.assign(node.expr, "+=" if "++" in op else "-=", one, line).split(" = ", 1)[1]
         if op.startswith("p"):  # the old value
@@ -937,8 +1006,9 @@ class Translator:
         (a, at), (b, bt) = left, right
         if "void" in (at.name, bt.name) and not (at.pointer or bt.pointer):
             raise CudaCError(f"{op} on a void value (a void function's result, or (void)x): it has no value", line)
-        vectors.scalar_only(at, op, line)
-        vectors.scalar_only(bt, op, line)
+        for t in (at, bt):
+            vectors.scalar_only(t, op, line)
+            structs.scalar_only(t, op, line)
         if at.pointer or bt.pointer:
             raise UnsupportedSyntax(f"the pointer arithmetic {op} (only pointer + or - a whole number)", line)
         if at.dims or bt.dims:
@@ -1023,7 +1093,7 @@ class Translator:
             return warp.TRANSLATE[name](self, args, line)
         if name.startswith("make_") and name[5:] in VECTORS:
             return vectors.make(self, name, args, line)
-        if name in BIT_CASTS or name in BIT_INTRINSICS:
+        if name in BIT_CASTS or name in BIT_INTRINSICS or name in ("__mul24", "__umul24"):
             return self.bits(name, args, line)
         if name == "printf":
             return self.printf(args, line)
@@ -1044,7 +1114,13 @@ class Translator:
 
     def bits(self, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
         """__float_as_int and the other bit casts (the same bits read as another type), and __popc, __clz and the
-        other bit intrinsics."""
+        other bit intrinsics; __mul24(a, b): the low 24 bits of each (sign-extended; __umul24's not) multiplied, the
+        product's low 32 bits."""
+        if name in ("__mul24", "__umul24"):
+            self.arity(name, args, 2, line)
+            t = INT if name == "__mul24" else UINT
+            a, b = (self.convert(x, t, line) for x in args)
+            return f"_to_{_id(t.name)}(_mul24({a}, {b}, {name == '__mul24'}))", t
         self.arity(name, args, 1, line)
         if name in BIT_CASTS:
             frm, to = BIT_CASTS[name]
@@ -1148,7 +1224,8 @@ class Translator:
 
             args = [*args, *default_arguments(self.unit, fn.name, len(args), len(fn.params), line)]
         self.arity(fn.name, args, len(fn.params), line)
-        converted = [self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
+        converted = [structs.initial(self, a.init, t, line) if isinstance(a, c_ast.CompoundLiteral) and
+                     structs.value(t) else self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
         return f"{fn.py_name}(_c, _eff({self.mask}){''.join(', ' + c for c in converted)})", fn.returns
 
     def deduce(self, name: str, args: list[c_ast.Node], line: int | None) -> list[CType | int | None]:
@@ -1277,6 +1354,25 @@ def _is_volatile(decl: c_ast.Decl) -> bool:
     while isinstance(node, c_ast.PtrDecl | c_ast.ArrayDecl):
         node = node.type
     return "volatile" in (decl.quals or []) or "volatile" in (getattr(node, "quals", None) or [])
+
+
+def _setter(ctype: CType) -> str:
+    """The runtime's call that assigns a value of this type for the active lanes."""
+    return "_sset" if structs.value(ctype) else "_vset" if vectors.is_vector(ctype) else "_set"
+
+
+def _addressed(body: c_ast.Node) -> set[str]:
+    """The names whose address the function takes (&x)."""
+    found: set[str] = set()
+
+    class _Visitor(c_ast.NodeVisitor):
+        def visit_UnaryOp(self, node: c_ast.UnaryOp) -> None:  # noqa: N802 - pycparser's naming
+            if node.op == "&" and isinstance(node.expr, c_ast.ID):
+                found.add(node.expr.name)
+            self.generic_visit(node)
+
+    _Visitor().visit(body)
+    return found
 
 
 def _name(node: c_ast.Node) -> str:

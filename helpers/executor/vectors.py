@@ -8,7 +8,7 @@ from typing import Any
 
 from pycparser import c_ast
 
-from .c_types import VECTORS, CType
+from .c_types import DTYPES, VECTORS, CType
 from .errors import CudaCError, UnsupportedSyntax
 
 MEMBERS = "xyzw"
@@ -53,6 +53,8 @@ def member(translator: Any, node: c_ast.StructRef, line: int | None) -> tuple[st
     if isinstance(base, c_ast.ID) and base.name not in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
         var = translator.lookup(base.name, line)
         k = member_index(var.type, node.field.name, line)
+        if var.cell:  # a vector whose address is taken: its members in local memory
+            return f"_c.lda({var.py}, ({k},), {line}, {translator.mask})", element(var.type)
         if var.unset:
             return f"_rd(_c, {var.py}[{k}], {line}, {translator.mask})", element(var.type)
         return f"{var.py}[{k}]", element(var.type)
@@ -67,7 +69,23 @@ def assign_member(translator: Any, target: c_ast.StructRef, rhs: str, line: int 
                                 "it into a variable, set the member, and store the variable", line)
     var = translator.lookup(target.name.name, line)
     k = member_index(var.type, target.field.name, line)
+    if var.cell:
+        return f"_c.sta({var.py}, ({k},), {rhs}, {line}, {translator.mask})"
     return f"{var.py} = _vput({var.py}, {k}, _set({var.py}[{k}], {rhs}, {translator.mask}))"
+
+
+def load_cell(py: str, ctype: CType, line: int | None, mask: str) -> str:
+    """The value of a variable kept in local memory (a __shared__ scalar, or a variable whose address is taken)."""
+    if is_vector(ctype):
+        return f"_c.ldv(_c.decay({py}), 0, {width(ctype)}, {line}, {mask})"
+    return f"_c.lda({py}, (0,), {line}, {mask})"
+
+
+def store_cell(py: str, ctype: CType, value: str, line: int | None, mask: str) -> str:
+    """The statement that sets a variable kept in local memory to `value`."""
+    if is_vector(ctype):
+        return f"_c.stv(_c.decay({py}), 0, {value}, {width(ctype)}, {line}, {mask})"
+    return f"_c.sta({py}, (0,), {value}, {line}, {mask})"
 
 
 def make(translator: Any, name: str, args: list[c_ast.Node], line: int | None) -> tuple[str, CType]:
@@ -88,13 +106,15 @@ def scalar_only(ctype: CType, op: str, line: int | None) -> None:
 
 
 def pointer_cast(code: str, frm: CType, to: CType, line: int | None, mask: str) -> str:
-    """A pointer cast (reinterpret_cast<float4*>(p)): the same memory seen as other elements, which must fit
-    its alignment (a float4 starts at a multiple of 16 bytes)."""
+    """A pointer cast (reinterpret_cast<float4*>(p), reinterpret_cast<float*>(bytes)): the same memory seen as
+    other elements, which must fit their alignment (a float4 starts at a multiple of 16 bytes)."""
     base_from = element(frm).name if is_vector(frm) else frm.name
     base_to = element(to).name if is_vector(to) else to.name
     if base_from != base_to:
-        raise UnsupportedSyntax(f"the cast from {frm} to {to}: the executor reinterprets pointers only between a "
-                                "type and its vectors (float* and float4*)", line)
-    if width(to) <= width(frm):
+        if base_from not in DTYPES or base_to not in DTYPES:
+            raise UnsupportedSyntax(f"the cast from {frm} to {to}: the executor reinterprets pointers to numbers "
+                                    "and their vectors (unsigned char*, float*, float4*, ...), not void*", line)
+        code = f"_retype(_c, {code}, {base_to!r}, {line}, {mask})"
+    if width(to) <= (width(frm) if base_from == base_to else 1):
         return code
     return f"_vptr(_c, {code}, {width(to)}, {line}, {mask})"
