@@ -130,7 +130,11 @@ def _coefficient(name: str, value: Any) -> float:
 def _batches(idx: Any, steps: int, n_train: int) -> np.ndarray:
     """The first `steps` rows of an epoch's batch indices (steps, batch), checked against the training set."""
     steps = positive_int("steps", steps)
-    rows = np.asarray(idx)
+    try:
+        rows = np.asarray(idx)
+    except ValueError:  # ragged lists: no array at all
+        raise ValueError("idx must be one epoch's batch indices, whole numbers of shape (steps, batch); got rows "
+                         "of different lengths") from None
     if rows.ndim != 2 or rows.shape[0] < steps or not np.issubdtype(rows.dtype, np.integer):
         raise ValueError(f"idx must be one epoch's batch indices, whole numbers of shape (steps, batch) with at "
                          f"least {steps} steps; got shape {rows.shape} of {rows.dtype}")
