@@ -66,8 +66,9 @@ CHAPTERS: tuple[Chapter, ...] = (
             "Where accelerators lose: chains of steps, branches, small work, copies and serial parts; "
             "predict the winner and the bill.", 65, also_on=("GPU",), exercise_minutes=20),
     Chapter("07_make_it_fast.ipynb", "Make it fast",
-            "Advanced, after 03: a matmul kernel from naive to register-blocked, explained by counting what each warp "
-            "does, predicted for real GPUs and measured against cuBLAS.", 60, "GPU", exercise_minutes=40),
+            "Advanced, after 03: a matmul kernel from naive to register-blocked and onto the tensor cores, "
+            "explained by counting what each warp does, predicted for real GPUs and measured against cuBLAS.",
+            70, "GPU", exercise_minutes=60),
 )
 
 
