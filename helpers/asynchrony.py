@@ -96,7 +96,7 @@ def rate_verdict(rate: float, peak: float | None) -> str:
         return "No peak is known here to judge the first rate by; it timed the dispatch all the same."
     peak = positive_number("peak (FLOP/s)", peak)
     if rate > peak:
-        return (f"The first rate is {rate / peak:.0%} of the peak: impossible. It timed the dispatch, not the "
-                "matrix product.")
+        return (f"The first rate is {rate / peak:.0%} of the peak: impossible, so that clock was wrong. It timed the "
+                "dispatch, not the matrix product.")
     return (f"The first rate is {rate / peak:.0%} of the peak: it looks possible, and it is still wrong. It timed "
             "the dispatch, not the matrix product.")

@@ -272,7 +272,7 @@ def test_the_sm_clock_follows_from_the_published_peak_but_a_t4_runs_at_the_clock
     assert "1185 MHz" in specs.get(T4).held_clock_source and "github.com" in specs.get(T4).held_clock_source
     assert roofline.held_share(specs.get(T4)) == pytest.approx(1185 / 1582, rel=0.01)
     for name in MODELLED:
-        assert 0.9e9 < roofline.sm_clock(name) < 2.1e9, name  # every GPU on file boosts to 1 to 2 GHz
+        assert 0.9e9 < roofline.sm_clock(name) < 2.6e9, name  # every GPU on file boosts to 1 to 2.52 GHz (RTX 4090)
         assert roofline.sm_clock(name) == roofline.peak_clock(name) or name == T4
 
 
