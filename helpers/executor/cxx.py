@@ -5,6 +5,7 @@ recorded and removed, calls with template arguments named by placeholders, C++ c
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .errors import UnsupportedSyntax
@@ -165,9 +166,9 @@ def _launch_bounds(text: str) -> str:
 _CONTROL = ("if", "for", "while", "switch", "return", "sizeof", "do")
 
 
-def _default_arguments(text: str, lowered: Lowered) -> str:
-    """Each function's default arguments (float by = 2.0f) recorded by parameter and blanked: only a function
-    defined or declared at file scope has them (a call or an if at file scope has no `=` in its brackets)."""
+def _signatures(text: str) -> Iterator[tuple[re.Match[str], int]]:
+    """Each name( ... ) at file scope that is no control keyword (a function's signature), with the index just past
+    its closing bracket. The callers rewrite a signature's brackets in place, keeping every index where it was."""
     depth, at = 0, 0
     for match in re.finditer(rf"[{{}}]|(?<![\w.])({_NAME})\s*\(", text):
         if match.group(0) in "{}":
@@ -175,8 +176,14 @@ def _default_arguments(text: str, lowered: Lowered) -> str:
             continue
         if depth or match.start() < at or match.group(1) in _CONTROL:
             continue
-        end = closing(text, match.end() - 1, line_of(text, match.start()))
-        at = end
+        at = closing(text, match.end() - 1, line_of(text, match.start()))
+        yield match, at
+
+
+def _default_arguments(text: str, lowered: Lowered) -> str:
+    """Each function's default arguments (float by = 2.0f) recorded by parameter and blanked: only a function
+    defined or declared at file scope has them (a call or an if at file scope has no `=` in its brackets)."""
+    for match, end in _signatures(text):
         params = split_arguments(text[match.end():end - 1])
         if not any("=" in param for param in params):
             continue
@@ -190,15 +197,7 @@ def _default_arguments(text: str, lowered: Lowered) -> str:
 def _references(text: str) -> str:
     """A function's reference parameters (const float& x, cg::thread_block& block) passed by value, which is the
     same while the function writes neither the parameter nor through it; one that it writes is refused."""
-    depth, at = 0, 0
-    for match in re.finditer(rf"[{{}}]|(?<![\w.])({_NAME})\s*\(", text):
-        if match.group(0) in "{}":
-            depth += 1 if match.group(0) == "{" else -1
-            continue
-        if depth or match.start() < at or match.group(1) in _CONTROL:
-            continue
-        end = closing(text, match.end() - 1, line_of(text, match.start()))
-        at = end
+    for match, end in _signatures(text):
         body = re.match(r"\s*\{", text[end:])
         params = text[match.end():end - 1]
         if body is None or not re.search(r"[\w>]\s*&\s*[A-Za-z_]\w*\s*(?:,|$)", params):
