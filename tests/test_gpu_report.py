@@ -212,7 +212,9 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     assert ("one epoch: Keras" in labels) == gpu_report._keras_installed()
     # the predictions are the chapters' own helpers, for the card here
     t4 = cuda.GPU(GPU_NAME, specs.get("NVIDIA T4"), True)
-    assert by_label["host -> GPU, 1 MiB"]["predicted_s"] == roofline.predict_copy_seconds("NVIDIA T4", 2**20)
+    # a pageable copy goes no faster than this host copies memory, measured in the report's own run (a busy or slow
+    # machine measures less there than here), so it is the link's prediction or slower; the pinned one is exact
+    assert by_label["host -> GPU, 1 MiB"]["predicted_s"] >= roofline.predict_copy_seconds("NVIDIA T4", 2**20)
     assert by_label["host -> GPU, 1 MiB, from pinned memory"]["predicted_s"] == roofline.predict_copy_seconds(
         "NVIDIA T4", 2**20, memory="pinned")
     assert PinnedCopies.sets > 0  # the pinned row timed .set from pinned memory, as chapter 03 does
