@@ -892,13 +892,18 @@ def held_share(spec: specs.DeviceSpec) -> float:
     return spec.held_clock / peak_clock(spec)
 
 
+def _by_capability(table: dict[str, Cost], device: Device, what: str) -> Cost:
+    """The entry of `table` for the GPU's compute capability (a ValueError naming those on file otherwise)."""
+    spec, _ = _gpu_spec(device)
+    if spec.compute_capability not in table:
+        raise ValueError(f"{spec.name}: no {what} for compute capability {spec.compute_capability}; on file: "
+                         f"{', '.join(table)}")
+    return table[spec.compute_capability]  # type: ignore[index]
+
+
 def dram_latency(device: Device) -> Cost:
     """DRAM_LATENCY for the GPU's compute capability (a ValueError naming those on file otherwise)."""
-    spec, _ = _gpu_spec(device)
-    if spec.compute_capability not in DRAM_LATENCY:
-        raise ValueError(f"{spec.name}: no DRAM latency for compute capability {spec.compute_capability}; on file: "
-                         f"{', '.join(DRAM_LATENCY)}")
-    return DRAM_LATENCY[spec.compute_capability]  # type: ignore[index]
+    return _by_capability(DRAM_LATENCY, device, "DRAM latency")
 
 
 def tensor_rate(device: Device, dtype: str = "float16") -> float:
@@ -916,11 +921,7 @@ def tensor_rate(device: Device, dtype: str = "float16") -> float:
 
 def fp32_issue_rate(device: Device) -> Cost:
     """FP32_ISSUE_RATE for the GPU's compute capability (a ValueError naming those on file otherwise)."""
-    spec, _ = _gpu_spec(device)
-    if spec.compute_capability not in FP32_ISSUE_RATE:
-        raise ValueError(f"{spec.name}: no float32 issue rate for compute capability {spec.compute_capability}; on "
-                         f"file: {', '.join(FP32_ISSUE_RATE)}")
-    return FP32_ISSUE_RATE[spec.compute_capability]  # type: ignore[index]
+    return _by_capability(FP32_ISSUE_RATE, device, "float32 issue rate")
 
 
 @dataclass(frozen=True)
