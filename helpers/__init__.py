@@ -7,11 +7,11 @@
     h.compare({"loops": t0, "numpy": t1})
 """
 
-from .backend import BackendUnavailable, array_module, backends, sync, to_backend, to_numpy, where
-from .claims import claim
-from .hardware import hardware
-from .notice import accelerator_backend
-from .timing import (
+from .core.backend import BackendUnavailable, array_module, backends, sync, to_backend, to_numpy, where
+from .core.notice import accelerator_backend
+from .learning.claims import claim
+from .measuring.hardware import hardware
+from .measuring.timing import (
     BusyMachineWarning,
     NoisyTimingWarning,
     Timing,
@@ -28,18 +28,21 @@ __all__ = [
     "set_timing_budget", "sync", "to_backend", "to_numpy", "where",
 ]
 
-#: Submodules reachable as `h.<name>` without importing them up front: plotly and ipywidgets are slow to
-#: import (seconds on a small machine) and the command line never needs them.
-_LAZY = ("asynchrony", "checks", "choosing", "counter_checks", "cpu", "cuda", "evidence", "glossary", "grid",
-         "kernel_checks", "lessons", "make_it_fast", "mandelbrot", "mlp", "momentum", "nvrtc", "pallas", "plots",
-         "precision", "project", "roofline", "sharding", "specs", "systolic", "tensor_checks", "tensor_cores",
-         "threads", "training", "widgets", "workloads")
+#: Modules a chapter reaches as `h.<name>`, and the sub-package each lives in: imported on first use, because
+#: plotly and ipywidgets are slow to import (seconds on a small machine) and the command line never needs them.
+_LAZY = {"asynchrony": "chapters", "checks": "learning", "choosing": "chapters", "counter_checks": "chapters",
+         "cpu": "measuring", "cuda": "gpu", "evidence": "book", "glossary": "learning", "grid": "gpu",
+         "kernel_checks": "chapters", "lessons": "learning", "make_it_fast": "chapters", "mandelbrot": "chapters",
+         "mlp": "chapters", "momentum": "chapters", "nvrtc": "gpu", "pallas": "tpu", "plots": "figures",
+         "precision": "measuring", "project": "core", "roofline": "model", "sharding": "tpu", "specs": "measuring",
+         "systolic": "tpu", "tensor_checks": "chapters", "tensor_cores": "chapters", "threads": "measuring",
+         "training": "chapters", "widgets": "figures", "workloads": "measuring"}
 
 
 def __getattr__(name: str) -> object:
-    """Import `h.plots`, `h.widgets`, `h.checks`, ... on first use."""
+    """Import `h.plots`, `h.widgets`, `h.checks`, ... on first use, from the sub-package that holds it."""
     if name in _LAZY:
         import importlib
 
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{_LAZY[name]}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
-from .files import write_output
+from .core.files import write_output
 
 if TYPE_CHECKING:
-    from .bench import TooLarge
+    from .measuring.bench import TooLarge
 
 #: How the user called us, for error messages: `python -m helpers` or the `loops-to-tpus` console script.
 PROG = "python -m helpers" if sys.argv and sys.argv[0].endswith("__main__.py") else "loops-to-tpus"
@@ -72,7 +72,7 @@ def _time_limit(text: str) -> float:
 
 
 def _backend_list(text: str) -> list[str]:
-    from .bench import NAMES
+    from .measuring.bench import NAMES
 
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in NAMES]
@@ -99,7 +99,7 @@ def _replaced_problem(text: str) -> str | None:
     """Why an output must not go to `text` although it could be written: it would replace a file the helpers read
     (the package's code, kernels and data; what earlier runs measured, in the cache) or a file of the repository
     that no command writes (a chapter, the README, a test). None where it may."""
-    from .cpu import cache_file
+    from .measuring.cpu import cache_file
 
     path = os.path.realpath(text)
     kept = cache_file()
@@ -153,8 +153,8 @@ def _output_path(text: str) -> str:
 
 def build_parser() -> Parser:
     """The parser of every command; each subparser sets `parser` so its own errors can be raised later."""
-    from .bench import DEFAULT_BUDGET, DEFAULT_SIZES, QUICK_BUDGET, QUICK_SIZES
-    from .workloads import DTYPES
+    from .measuring.bench import DEFAULT_BUDGET, DEFAULT_SIZES, QUICK_BUDGET, QUICK_SIZES
+    from .measuring.workloads import DTYPES
 
     parser = Parser(prog=PROG, description="From Loops to TPUs: measure why GPUs and TPUs speed up deep learning.")
     sub = parser.add_subparsers(dest="command", metavar="command")
@@ -213,14 +213,14 @@ def build_parser() -> Parser:
 
 def _gpu_report_parser(sub: argparse._SubParsersAction) -> None:
     """gpu-report [--json PATH] [--quick] [--budget SECONDS] [--time-limit SECONDS]."""
-    from .gpu_report import DEFAULT_BUDGET, DEFAULT_TIME_LIMIT, QUICK_BUDGET
+    from .book.gpu_report import DEFAULT_BUDGET, DEFAULT_TIME_LIMIT, QUICK_BUDGET
 
     report = sub.add_parser(
         "gpu-report", help="on a GPU or TPU: every measurement the chapters make, beside its prediction",
         description="On a GPU or a TPU, run every measurement chapters 03 to 07 set beside a prediction, at the "
                     "chapters' sizes, and print measured beside predicted with the device, driver and package "
                     "versions; --json also writes them (commit it as docs/gpu-report-<device>-<date>.json and run "
-                    "python -m helpers.evidence). Each row is printed, and the JSON file rewritten, as soon as it "
+                    "python -m helpers.book.evidence). Each row is printed, and the JSON file rewritten, as soon as it "
                     "is measured, so an interrupted run keeps what it measured. Progress (how far, about how long "
                     "is left) goes to stderr, the table to stdout.")
     report.add_argument("--json", type=_output_path, metavar="PATH", help="also write the report as JSON")
@@ -244,7 +244,7 @@ def _folder_command(sub: argparse._SubParsersAction, name: str, help_text: str, 
 
 def _into_folder(args: argparse.Namespace, write: Callable[..., list]) -> list:
     """write(DIR, force=...): what it refuses, or cannot write, is one line and exit 2."""
-    from .classroom import ClassroomError
+    from .book.classroom import ClassroomError
 
     try:
         return write(args.dir, force=args.force)
@@ -266,7 +266,7 @@ def _site(args: argparse.Namespace) -> int:
     if args.site is None:
         args.parser.error("choose build (--help explains it)")
     try:
-        from . import site
+        from .book import site
     except ImportError as exc:
         args.parser.error(f"needs the maintainers' tools ({exc.name} is missing): pip install -e '.[dev]'")
     written = _into_folder(args, site.build)
@@ -277,7 +277,7 @@ def _site(args: argparse.Namespace) -> int:
 
 def _classroom(args: argparse.Namespace) -> int:
     """copies DIR [--force] | merge FILE... --html PATH: one line and exit 2 for what cannot be done."""
-    from . import classroom
+    from .book import classroom
 
     if args.classroom is None:
         args.parser.error("choose copies or merge (--help explains them)")
@@ -290,7 +290,7 @@ def _classroom(args: argparse.Namespace) -> int:
 
 def _merge(args: argparse.Namespace) -> int:
     """merge FILE... --html PATH: the page, never over one of the FILEs; the files it cannot use named."""
-    from . import classroom
+    from .book import classroom
 
     inputs = [f for f in args.files if _same_file(f, args.html)]
     if inputs:
@@ -312,9 +312,9 @@ def _merge(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     """Check everything that can be checked first (exit 2: the command line; 1: too large), run, write the files."""
-    from . import bench
-    from .backend import BackendUnavailable
-    from .timing import TooSlow
+    from .core.backend import BackendUnavailable
+    from .measuring import bench
+    from .measuring.timing import TooSlow
 
     prog = args.parser.prog
     if args.json and args.html and _same_file(args.json, args.html):
@@ -353,7 +353,7 @@ def _bench(args: argparse.Namespace) -> int:
 def _gpu_report(args: argparse.Namespace) -> int:
     """Measure on the GPU or TPU here (exit 1, one line, when there is none: no file is written), each row printed
     and the JSON file rewritten as it is measured; an interrupted run keeps its rows (exit 130)."""
-    from . import gpu_report
+    from .book import gpu_report
 
     prog = args.parser.prog
     sizes, budget = (gpu_report.QUICK, gpu_report.QUICK_BUDGET) if args.quick else (gpu_report.CHAPTER_SIZES,
@@ -417,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["notebooks"]:  # everything after the word belongs to the upkeep command
         try:
-            from .upkeep import main as upkeep_main
+            from .book.upkeep import main as upkeep_main
         except ImportError as exc:  # nbformat, nbclient and jupyter_client come with the dev extra only
             print(f"{PROG} notebooks: needs the maintainers' tools ({exc.name} is missing): "
                   "pip install -e '.[dev]' in a clone of the repository", file=sys.stderr)
@@ -444,11 +444,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     if args.command == "hardware":
-        from .hardware import hardware
+        from .measuring.hardware import hardware
 
         print(hardware())
     else:
-        from .backend import backends
+        from .core.backend import backends
 
         print(backends())
     return 0

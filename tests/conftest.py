@@ -14,8 +14,8 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import pytest  # noqa: E402
 
-from helpers import backend  # noqa: E402
-from helpers.cpu import CPUInfo, Sourced
+from helpers.core import backend  # noqa: E402
+from helpers.measuring.cpu import CPUInfo, Sourced
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

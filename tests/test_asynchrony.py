@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import asynchrony, roofline, specs
-from helpers.timing import Timing
+from helpers.chapters import asynchrony
+from helpers.measuring import specs
+from helpers.measuring.timing import Timing
+from helpers.model import roofline
 
 H200, T4 = specs.get("NVIDIA H200"), specs.get("NVIDIA T4")
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import backend, workloads
-from helpers.backend import (
+from helpers.core import backend
+from helpers.core.backend import (
     JAX_X64_ON,
     BackendUnavailable,
     array_module,
@@ -27,6 +27,7 @@ from helpers.backend import (
     to_backend,
     to_numpy,
 )
+from helpers.measuring import workloads
 
 # --- what this machine has (2 CPU cores, CuPy installed, no GPU) -------------------------------------------
 

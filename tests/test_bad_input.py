@@ -23,26 +23,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import helpers as h
-from helpers import (
-    checks,
-    choosing,
-    cuda,
-    lessons,
-    make_it_fast,
-    mandelbrot,
-    mlp,
-    plots,
-    roofline,
-    sharding,
-    specs,
-    systolic,
-    threads,
-    timing,
-    training,
-    workloads,
-)
-from helpers.hardware import jax_dot_roof
-from helpers.limits import time_limit
+from helpers.chapters import choosing, make_it_fast, mandelbrot, mlp, training
+from helpers.core.limits import time_limit
+from helpers.figures import plots
+from helpers.gpu import cuda
+from helpers.learning import checks, lessons
+from helpers.measuring import specs, threads, timing, workloads
+from helpers.measuring.hardware import jax_dot_roof
+from helpers.model import roofline
+from helpers.tpu import sharding, systolic
 
 HELPERS = str(Path(h.__file__).resolve().parent)
 T4 = specs.get("NVIDIA T4")

@@ -1,5 +1,5 @@
 """Bad input to the entry points added since test_bad_input.py was written (issue 22): the executor's CuPy-shaped
-front, the kernel checks, the model (helpers.roofline, helpers.choosing) and the class page's JSON files.
+front, the kernel checks, the model (helpers.model.roofline, helpers.chapters.choosing) and the class page's JSON files.
 
 The rule is test_bad_input.py's, with its machinery: one wrong argument at a time in a call that otherwise works;
 a result, or one clear error raised inside helpers/ that names the argument; never a hang. A checker's learner
@@ -33,28 +33,28 @@ from test_counter_checks import ADD_SOLUTION, TRANSPOSE_SOLUTION
 from test_cuda import SCALE, SILU, _solution
 from test_tensor_cores import SOLUTION as WMMA_SOLUTION
 
-from helpers import (
+from helpers import executor
+from helpers.__main__ import main
+from helpers.book import classroom
+from helpers.chapters import (
     choosing,
-    classroom,
     counter_checks,
-    cuda,
-    executor,
-    glossary,
     kernel_checks,
     make_it_fast,
     mlp,
     momentum,
-    pallas,
-    plots,
-    roofline,
-    specs,
     tensor_checks,
     tensor_cores,
 )
-from helpers.__main__ import main
-from helpers.checks import Verdict
+from helpers.core.limits import time_limit
 from helpers.executor import cupy_cpu
-from helpers.limits import time_limit
+from helpers.figures import plots
+from helpers.gpu import cuda
+from helpers.learning import glossary
+from helpers.learning.checks import Verdict
+from helpers.measuring import specs
+from helpers.model import roofline
+from helpers.tpu import pallas
 
 T4 = specs.get("NVIDIA T4")
 VECTOR_ADD = cuda.kernel_source("vector_add.cu")

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import bench
 from helpers.__main__ import PROG, main
-from helpers.backend import backends
-from helpers.hardware import Peak, hardware
-from helpers.timing import Timing, TooSlow
-from helpers.validate import available_memory
+from helpers.core.backend import backends
+from helpers.core.validate import available_memory
+from helpers.measuring import bench
+from helpers.measuring.hardware import Peak, hardware
+from helpers.measuring.timing import Timing, TooSlow
 
 ROOT = Path(__file__).resolve().parents[1]
 # Tiny sizes keep every measurement far below the peak and the whole module to a few seconds.
@@ -149,7 +149,7 @@ def test_a_subset_of_backends_measures_only_those(capsys: pytest.CaptureFixture)
     assert rows == [["matmul", "loops"], ["matmul", "numpy"], ["axpby", "loops"], ["axpby", "numpy"]]
 
 
-@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")
+@pytest.mark.filterwarnings("ignore::helpers.measuring.timing.NoisyTimingWarning")
 def test_float64_runs_jax_in_64_bits_without_leaking_the_setting() -> None:
     if not backends()["jax"].usable:
         pytest.skip("JAX cannot run here")
@@ -175,7 +175,7 @@ def test_hardware_and_backends_commands(capsys: pytest.CaptureFixture) -> None:
 
 
 def test_notebooks_command_is_handed_to_upkeep(capsys: pytest.CaptureFixture) -> None:
-    pytest.importorskip("helpers.upkeep")
+    pytest.importorskip("helpers.book.upkeep")
     assert main(["notebooks", "--help"]) == 0
     assert "sync" in capsys.readouterr().out
 
@@ -191,7 +191,7 @@ def test_module_entry_point(tmp_path: Path) -> None:
 
 
 def test_notebook_upkeep_without_the_dev_tools_says_what_to_install(monkeypatch, capsys) -> None:
-    monkeypatch.setitem(sys.modules, "helpers.upkeep", None)  # as if nbclient & co were not installed
+    monkeypatch.setitem(sys.modules, "helpers.book.upkeep", None)  # as if nbclient & co were not installed
     assert main(["notebooks", "check"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install -e '.[dev]'" in err and "Traceback" not in err

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from helpers import backend
+from helpers.core import backend
 
 ROOT = Path(__file__).resolve().parents[1]
 

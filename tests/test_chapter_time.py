@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import chapter_time, project, upkeep
+from helpers.book import chapter_time, upkeep
+from helpers.core import project
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +23,7 @@ def test_each_chapters_minutes_are_the_rules_for_its_stored_notebook(chapter: pr
     found = chapter_time.chapter_time(_stored(chapter.file))
     assert (chapter.minutes, chapter.exercise_minutes) == (found.reading, found.exercising), (
         f"{chapter.file}: {found}; set minutes={found.reading}, exercise_minutes={found.exercising} in "
-        "helpers/project.py CHAPTERS, then run `python -m helpers notebooks sync`")
+        "helpers/core/project.py CHAPTERS, then run `python -m helpers notebooks sync`")
 
 
 def _notebook(text_words: int, run_seconds: float | None = 60.0) -> nbformat.NotebookNode:

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers.checks import Verdict, check_answer, check_function, check_value
-from helpers.workloads import matmul_loops
+from helpers.learning.checks import Verdict, check_answer, check_function, check_value
+from helpers.measuring.workloads import matmul_loops
 
 CASES = [(np.ones((1, 1)), np.ones((1, 1))), (np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4))]
 

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 from conftest import chapter_kernel
 
-from helpers import choosing, evidence, roofline
+from helpers.book import evidence
+from helpers.chapters import choosing
+from helpers.model import roofline
 
 KERNEL = chapter_kernel("06_when_to_use_which.ipynb", "decay_steps")
 CHAPTER = Path(__file__).resolve().parents[1] / "notebooks" / "06_when_to_use_which.ipynb"

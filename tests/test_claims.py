@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import claim, claims
+from helpers import claim
+from helpers.learning import claims
 
 
 def test_a_claim_prints_its_statement_and_verdict(capsys: pytest.CaptureFixture[str]) -> None:

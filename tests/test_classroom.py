@@ -14,9 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import classroom, prompts
 from helpers.__main__ import PROG, main
-from helpers.project import CHAPTERS
+from helpers.book import classroom
+from helpers.core.project import CHAPTERS
+from helpers.learning import prompts
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,8 +18,10 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import claims, project, upkeep
-from helpers.solutions import with_solutions
+from helpers.book import upkeep
+from helpers.book.solutions import with_solutions
+from helpers.core import project
+from helpers.learning import claims
 
 COLAB = Path(__file__).resolve().parent / "colab"
 ROOT = COLAB.parents[1]

@@ -7,8 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers import compiled, make_it_fast, nvrtc, roofline, specs
-from helpers.cuda import kernel_source
+from helpers.chapters import make_it_fast
+from helpers.gpu import compiled, nvrtc
+from helpers.gpu.cuda import kernel_source
+from helpers.measuring import specs
+from helpers.model import roofline
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
 needs_nvdisasm = pytest.mark.skipif(compiled.disassembler() is None, reason=compiled.INSTALL_HINT)

@@ -1,6 +1,6 @@
-"""Chapter 07's exercise checkers (helpers/counter_checks.py): each solution of the chapter passes, each untouched
-exercise is not attempted, and each planted wrong answer fails with a ❌ that names what is wrong: a strided load,
-a bank conflict, a race, a wrong index, or tiles that do not fit a block or keep an SM busy."""
+"""Chapter 07's exercise checkers (helpers/chapters/counter_checks.py): each solution of the chapter passes, each
+untouched exercise is not attempted, and each planted wrong answer fails with a ❌ that names what is wrong: a strided
+load, a bank conflict, a race, a wrong index, or tiles that do not fit a block or keep an SM busy."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import counter_checks
+from helpers.chapters import counter_checks
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "07_make_it_fast.ipynb"
 

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from helpers import cpu
-from helpers.cpu import (
+from helpers.measuring import cpu
+from helpers.measuring.cpu import (
     AMX_BF16_FLOPS_PER_CYCLE,
     BLAS_BEST_EFFICIENCY,
     INFERRED_MARGIN,

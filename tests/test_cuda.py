@@ -15,9 +15,13 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda, executor, kernel_checks, nvrtc, roofline, specs, timing, workloads
-from helpers import mandelbrot as mb
+from helpers import executor
+from helpers.chapters import kernel_checks
+from helpers.chapters import mandelbrot as mb
 from helpers.executor import cupy_cpu
+from helpers.gpu import cuda, nvrtc
+from helpers.measuring import specs, timing, workloads
+from helpers.model import roofline
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
 
@@ -160,7 +164,8 @@ def test_cublas_is_priced_as_a_tuned_matmul_and_the_kernels_by_their_bytes() -> 
 
 
 def test_on_a_gpu_its_own_name_labels_the_measurements(monkeypatch) -> None:
-    hardware = importlib.import_module("helpers.hardware")  # `helpers.hardware` is the function, not the module
+    # `helpers.measuring.hardware` is the function, not the module
+    hardware = importlib.import_module("helpers.measuring.hardware")
 
     monkeypatch.setattr(cuda, "gpu_here", lambda: True)
     for name, roofs in (("NVIDIA A100-SXM4-40GB", "NVIDIA A100 40GB"), ("Some Future GPU", "NVIDIA T4")):
@@ -409,7 +414,7 @@ def allocation(view: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 class FakeCupy(types.ModuleType):
-    """Just enough of CuPy for helpers.cuda, helpers.mandelbrot and helpers.kernel_checks."""
+    """Just enough of CuPy for helpers.gpu.cuda, helpers.chapters.mandelbrot and helpers.chapters.kernel_checks."""
 
     ndarray = FakeArray
     float32, int32 = np.float32, np.int32

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from conftest import python_only
 
-from helpers import cuda, make_it_fast, tensor_cores
+from helpers.chapters import make_it_fast, tensor_cores
 from helpers.executor import Counters, CudaCError, KernelFault, Program, UnsupportedSyntax, cupy_cpu
+from helpers.gpu import cuda
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "helpers" / "kernels"
@@ -125,7 +126,7 @@ def run_decay_steps(src: str, n: int = 200, launch=executor_launch) -> None:
 
 
 def run_sgemm(src: str, name: str, n: int, launch=executor_launch) -> None:
-    """One of sgemm.cu's extern "C" rungs (chapter 07), launched as helpers.make_it_fast launches it."""
+    """One of sgemm.cu's extern "C" rungs (chapter 07), launched as helpers.chapters.make_it_fast launches it."""
     grid, block = next(r for r in make_it_fast.RUNGS if r.kernel == name).launch(n)
     a, b, c = floats(n, n), floats(n, n), np.full((n, n), np.nan, np.float32)
     launch(src, name, grid, block, (a, b, c, np.int32(n)))
@@ -133,8 +134,8 @@ def run_sgemm(src: str, name: str, n: int, launch=executor_launch) -> None:
 
 
 def run_hgemm(src: str, name: str, n: int = 64, launch=executor_launch) -> None:
-    """One of hgemm.cu's tensor-core rungs (chapter 07), fp16 in, float32 sums, launched as helpers.tensor_cores
-    launches it: within float32 rounding of the exact product of the fp16 inputs."""
+    """One of hgemm.cu's tensor-core rungs (chapter 07), fp16 in, float32 sums, launched as
+    helpers.chapters.tensor_cores launches it: within float32 rounding of the exact product of the fp16 inputs."""
     grid, block = next(r for r in tensor_cores.RUNGS if r.kernel == name).launch(n)
     a, b = tensor_cores.inputs(n, seed=1)
     c = np.full((n, n), np.nan, np.float32)

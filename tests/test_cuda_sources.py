@@ -22,7 +22,8 @@ import nbformat
 import pytest
 from conftest import python_only
 
-from helpers import cuda, executor, nvrtc
+from helpers import executor
+from helpers.gpu import cuda, nvrtc
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)

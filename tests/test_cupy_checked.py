@@ -1,4 +1,4 @@
-"""helpers.cupy_checked: on a GPU, each RawKernel launch is checked once per signature, never while timed."""
+"""helpers.gpu.cupy_checked: on a GPU, each RawKernel launch is checked once per signature, never while timed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import pytest
 from conftest import FakeClock
 from test_cuda import FakeCupy, on_device
 
-from helpers import cuda, cupy_checked, executor, timing
+from helpers import executor
+from helpers.gpu import cuda, cupy_checked
+from helpers.measuring import timing
 
 SOURCE = cuda.kernel_source("vector_add.cu")
 #: What one launch check costs in Python on a GPU machine (20-33 µs measured), and what the kernel takes.

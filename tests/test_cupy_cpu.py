@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import cuda
 from helpers.executor import CudaCError, KernelFault, cupy_cpu
+from helpers.gpu import cuda
 
 FRONTS = [pytest.param(cupy_cpu, id="cpu executor"),
           pytest.param("gpu", id="cupy", marks=pytest.mark.skipif(not cuda.gpu_here(), reason="needs a GPU"))]
@@ -174,7 +174,7 @@ def test_an_elementwise_kernel_reads_back_as_its_parts_whoever_made_it():
 @without_gpu
 def test_pinned_memory_is_host_memory_on_the_stand_in_and_cupyx_on_a_gpu() -> None:
     """Chapter 03's cupyx.empty_pinned line runs without a GPU: uninitialised host memory, as CuPy's is."""
-    from helpers import cuda
+    from helpers.gpu import cuda
 
     pinned = cuda.cupyx().empty_pinned((4,), np.float32)
     assert cuda.cupyx() is cupy_cpu.cupyx and cupy_cpu.cupyx.profiler is cupy_cpu.profiler

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from test_cuda import FakeCupy, on_device
 
-from helpers import cuda, cupy_checked, nvrtc, timing
 from helpers.executor import CudaCError, KernelFault, cupy_cpu
+from helpers.gpu import cuda, cupy_checked, nvrtc
+from helpers.measuring import timing
 
 RNG = np.random.default_rng(26)
 L2NORM = ("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")

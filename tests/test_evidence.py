@@ -9,7 +9,9 @@ import re
 
 import pytest
 
-from helpers import choosing, evidence, make_it_fast, roofline
+from helpers.book import evidence
+from helpers.chapters import choosing, make_it_fast
+from helpers.model import roofline
 
 
 def test_every_published_row_is_sourced_and_placed():
@@ -88,12 +90,12 @@ def test_measured_seconds_reads_each_unit():
 
 
 def test_the_page_is_in_step_with_the_data_and_the_model():
-    assert evidence.PAGE.read_text() == evidence.page(), "run: python -m helpers.evidence"
+    assert evidence.PAGE.read_text() == evidence.page(), "run: python -m helpers.book.evidence"
 
 
 def _report(rows: int = 1) -> dict:
     """A gpu-report file's content, as python -m helpers gpu-report --json writes it (one row, one not measured)."""
-    from helpers import gpu_report
+    from helpers.book import gpu_report
 
     row = {"chapter": "03", "label": "axpby, data stays on the GPU", "work": "n = 1,000,000 float32, 3 CuPy kernels",
            "device": "Tesla T4", "spec": "NVIDIA T4", "model": "GPU.predict_cupy_axpby", "predicted_s": 100e-6,

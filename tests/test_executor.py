@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from helpers import cuda
 from helpers.executor import KernelFault, Program, UnsupportedSyntax
+from helpers.gpu import cuda
 
 RNG = np.random.default_rng(1)
 

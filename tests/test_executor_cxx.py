@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import nvrtc
 from helpers.executor import CudaCError, KernelFault, Program, UnsupportedSyntax
 from helpers.executor import cupy_cpu as cp
+from helpers.gpu import nvrtc
 
 
 def nvrtc_accepts(source: str, name_expressions: tuple[str, ...] = ()) -> None:
@@ -347,7 +347,7 @@ extern "C" __global__ void k(float* y, int* bits) {
 def test_what_nvrtc_rejects_is_refused_with_its_reason(source, words, nvrtc_words):
     with pytest.raises(UnsupportedSyntax, match=words):
         Program(source)
-    if "#include" not in source:  # helpers.nvrtc refuses the #include itself before NVRTC could read a file
+    if "#include" not in source:  # helpers.gpu.nvrtc refuses the #include itself before NVRTC could read a file
         nvrtc_rejects(source, nvrtc_words)
 
 

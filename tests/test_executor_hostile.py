@@ -126,7 +126,7 @@ def test_an_atomic_cuda_has_no_overload_for_is_refused_as_nvrtc_refuses_it(op, c
     source = f'typedef {ctype} T;\nextern "C" __global__ void k(T* p) {{ {op}({args}); }}'
     with pytest.raises(executor.CudaCError, match=f'no instance of overloaded function "{op}"'):
         executor.Program(source)
-    from helpers import nvrtc
+    from helpers.gpu import nvrtc
     if nvrtc.available():
         with pytest.raises(nvrtc.CompileError, match=f'no instance of overloaded function "{op}"'):
             nvrtc.compile_source(source)

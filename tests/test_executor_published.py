@@ -1,15 +1,16 @@
 """Issue 40 and 41: kernels written in the style of published ones (NVIDIA's samples and programming guide, llm.c's
 dev kernels, reduction tutorials, a PMPP companion, SGEMM worklogs, WMMA tutorials; our own code, not copies), each
 run on the CPU executor against NumPy, and each compared with the reference compile (NVRTC with CUDA's headers,
-helpers.nvrtc) for sm_75 and sm_90: what the reference compiles, the executor runs right; planted faults are caught."""
+helpers.gpu.nvrtc) for sm_75 and sm_90: what the reference compiles, the executor runs right; planted faults are
+caught."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from helpers import nvrtc
 from helpers.executor import CudaCError, KernelFault, Program
+from helpers.gpu import nvrtc
 
 RNG = np.random.default_rng(40)
 needs_reference = pytest.mark.skipif(not nvrtc.available() or bool(nvrtc.missing_headers()),

@@ -32,9 +32,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.core.limits import time_limit
 from helpers.executor import CudaCError, KernelFault, Program
 from helpers.executor.c_types import DTYPES
-from helpers.limits import time_limit
 
 KERNEL = 'extern "C" __global__ void k(float* a, int n) {{ int i = threadIdx.x; {body} }}'
 PWNED = "/tmp/loops_to_tpus_pwned_issue26"

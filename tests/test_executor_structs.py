@@ -1,6 +1,6 @@
 """Issue 40, item 5: a kernel's own structs, & of a local variable, and byte buffers carved into typed arrays
 (reinterpret_cast<float*>(smem)), on the CPU executor against NumPy, each compared with the reference compile
-(helpers.nvrtc, CUDA's headers, sm_75 and sm_90); planted faults in each are caught, and what the executor cannot
+(helpers.gpu.nvrtc, CUDA's headers, sm_75 and sm_90); planted faults in each are caught, and what the executor cannot
 run is refused naming the construct and what to write instead."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import nvrtc
 from helpers.executor import CudaCError, KernelFault, Program, UnsupportedSyntax
+from helpers.gpu import nvrtc
 
 RNG = np.random.default_rng(405)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_classroom import _main
 
-from helpers import classroom, site
-from helpers.project import CHAPTERS
+from helpers.book import classroom, site
+from helpers.core.project import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from helpers import glossary
+from helpers.learning import glossary
 
 
 def test_every_term_is_defined_where_the_series_first_uses_it() -> None:
@@ -16,7 +16,7 @@ def test_every_term_is_defined_where_the_series_first_uses_it() -> None:
 
 
 def test_the_glossary_page_is_written_from_the_terms() -> None:
-    assert glossary.PAGE.read_text(encoding="utf-8") == glossary.page(), "run: python -m helpers.glossary"
+    assert glossary.PAGE.read_text(encoding="utf-8") == glossary.page(), "run: python -m helpers.learning.glossary"
 
 
 def test_each_term_has_forms_that_find_it_and_a_definition() -> None:

@@ -19,20 +19,12 @@ import pytest
 from test_cuda_sim import RUNS, notebook_kernels
 from test_notebooks import run_with_solutions
 
-from helpers import (
-    backend,
-    counter_checks,
-    cuda,
-    evidence,
-    kernel_checks,
-    make_it_fast,
-    project,
-    roofline,
-    specs,
-    tensor_checks,
-    tensor_cores,
-    workloads,
-)
+from helpers.book import evidence
+from helpers.chapters import counter_checks, kernel_checks, make_it_fast, tensor_checks, tensor_cores
+from helpers.core import backend, project
+from helpers.gpu import cuda
+from helpers.measuring import specs, workloads
+from helpers.model import roofline
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not backend.backends()["cupy"].usable,
@@ -104,14 +96,14 @@ def test_the_exercise_solutions_pass_and_planted_wrong_kernels_fail_on_the_gpu(c
 @pytest.mark.parametrize("chapter", [chapter.file for chapter in project.chapters_using("GPU")])
 def test_the_gpu_chapters_run_to_the_end_with_their_solutions(chapter):
     """Every check passes, and no measurement beats a bound the chapter printed, no sentence states what the
-    numbers contradict, no prediction for this GPU is raced against a measurement (helpers.run_checks)."""
+    numbers contradict, no prediction for this GPU is raced against a measurement (helpers.book.run_checks)."""
     gpu = cuda.gpu()
     run_with_solutions(chapter, devices=tuple(dict.fromkeys((gpu.name, gpu.spec.name))))
 
 
 def _here() -> specs.DeviceSpec:
     spec = cuda.gpu().spec
-    assert spec is not None, "this GPU has no published specs in helpers/specs.py: add them"
+    assert spec is not None, "this GPU has no published specs in helpers/measuring/specs.py: add them"
     return spec
 
 

@@ -1,10 +1,10 @@
 """python -m helpers gpu-report: its real code run here, on a stand-in GPU, and refused where there is none.
 
 CuPy cannot run on this machine, so a stand-in takes its place: test_cuda's FakeCupy (every RawKernel launch
-checked against the kernel's C signature, then run by the CPU executor), whose arrays helpers.backend is told
+checked against the kernel's C signature, then run by the CPU executor), whose arrays helpers.core.backend is told
 are CuPy's, as real cupy.ndarrays are, and whose other functions are NumPy's. JAX, on this CPU, is told it runs on
 a GPU (or a TPU). Everything between the probe and the file is the command's own code: the chapters' helpers
-measure, helpers.roofline predicts, the report is written and read back.
+measure, helpers.model.roofline predicts, the report is written and read back.
 """
 
 from __future__ import annotations
@@ -26,33 +26,25 @@ import numpy as np
 import pytest
 from test_cuda import FakeArray, FakeCupy, on_device
 
-from helpers import (
-    backend,
-    choosing,
-    cuda,
-    evidence,
-    gpu_report,
-    host_calls,
-    make_it_fast,
-    mandelbrot,
-    roofline,
-    specs,
-    training,
-    workloads,
-)
 from helpers.__main__ import main
-from helpers.backend import BackendStatus
+from helpers.book import evidence, gpu_report
+from helpers.chapters import choosing, make_it_fast, mandelbrot, training
+from helpers.core import backend
+from helpers.core.backend import BackendStatus
 from helpers.executor import cupy_cpu
-from helpers.timing import Timing
+from helpers.gpu import cuda
+from helpers.measuring import host_calls, specs, workloads
+from helpers.measuring.timing import Timing
+from helpers.model import roofline
 
-hardware_module = importlib.import_module("helpers.hardware")  # `helpers.hardware` is the function
+hardware_module = importlib.import_module("helpers.measuring.hardware")  # `helpers.measuring.hardware` is the function
 ROOT = Path(__file__).resolve().parents[1]
 #: Sizes the CPU executor runs in moments: every case of every chapter, small.
 TINY = gpu_report.Sizes(copy_mib=1, axpby=1_000, sweep=(100, 1_000), stream=600, matmul_kernels=8, roof_matmul=16,
                         image=(8, 6), jax_matmul=(16, 32), pad_base=16, precision=16, widths=(64,), batch_sweep=(32,),
                         steps=(10, 100), batches=(1, 4), ladder=128)
 GPU_NAME = "Tesla T4"
-#: The stand-in host's call costs: CuPy's by kind, a jitted JAX call (as helpers.host_calls.here gives them).
+#: The stand-in host's call costs: CuPy's by kind, a jitted JAX call (as helpers.measuring.host_calls.here gives them).
 HOST = host_calls.HostCalls(cupy={"elementwise": 11e-6, "reduction": 23e-6, "matmul": 31e-6, "gather": 47e-6},
                             jax=41e-6, arrays=(6, 5), device="stand-in")
 
@@ -275,9 +267,9 @@ def test_the_command_prints_the_table_and_where_the_file_goes(full_run) -> None:
     name = f"gpu-report-tesla-t4-{report.facts['date'][:10]}.json"
     assert gpu_report.suggested_name(report) == name
     assert out.endswith(f"wrote {full_run.path}; to list it in docs/predictions.md, commit it as docs/{name} and run "
-                        "python -m helpers.evidence\n")
+                        "python -m helpers.book.evidence\n")
     assert gpu_report.next_step(str(ROOT / "docs" / name), report) == (
-        "commit it and run python -m helpers.evidence: docs/predictions.md then lists its rows")
+        "commit it and run python -m helpers.book.evidence: docs/predictions.md then lists its rows")
     assert re.search(r"^\[1/\d+, 0:\d\d so far, about \d+:\d\d left\] ch03 host -> GPU, 1 MiB .*\.\.\. .*"
                      r"\(predicted .*\)( +capped: .*)?$", full_run.err, re.M)
 
@@ -441,7 +433,7 @@ def test_a_row_that_max_time_capped_says_so_in_its_table_line_and_its_json() -> 
 
 
 def _quick_timing(label: str) -> Timing:
-    from helpers.timing import benchmark
+    from helpers.measuring.timing import benchmark
 
     return benchmark(lambda: sum(range(100)), budget=0.001, label=label)
 
@@ -482,7 +474,7 @@ def test_each_row_is_printed_and_written_as_it_is_measured_and_an_interrupt_keep
 
 
 def test_the_estimate_comes_from_the_budget_and_the_cases_left() -> None:
-    from helpers.progress import FIRST_GUESS, Progress, clock_text
+    from helpers.core.progress import FIRST_GUESS, Progress, clock_text
 
     now = [100.0]
     progress = Progress(total=4, budget=0.5, time_limit=None, clock=lambda: now[0])

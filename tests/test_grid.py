@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import grid
+from helpers.gpu import grid
 
 
 def arrays(n: int):

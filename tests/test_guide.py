@@ -9,7 +9,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import chapter_time, guide, project, prompts, upkeep
+from helpers.book import chapter_time, guide, upkeep
+from helpers.core import project
+from helpers.learning import prompts
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,12 +11,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from helpers import roofline, specs
-from helpers.backend import Backends, BackendStatus
-from helpers.cpu import Sourced, cpu_info
-from helpers.hardware import Accelerator, Hardware, hardware, where_we_run
+from helpers.core.backend import Backends, BackendStatus
+from helpers.measuring import specs
+from helpers.measuring.cpu import Sourced, cpu_info
+from helpers.measuring.hardware import Accelerator, Hardware, hardware, where_we_run
+from helpers.model import roofline
 
-hardware_mod = importlib.import_module("helpers.hardware")  # `helpers.hardware` is also the function's name
+# `helpers.measuring.hardware` is also the function's name
+hardware_mod = importlib.import_module("helpers.measuring.hardware")
 
 # --- this machine --------------------------------------------------------------------------------------------
 

@@ -1,10 +1,10 @@
-"""The per-call host costs measured here, which price the GPU that is here (helpers.host_calls)."""
+"""The per-call host costs measured here, which price the GPU that is here (helpers.measuring.host_calls)."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import host_calls
+from helpers.measuring import host_calls
 
 
 def test_a_numpy_call_and_a_jitted_jax_call_cost_this_host_something_measurable() -> None:

@@ -21,20 +21,13 @@ import pytest
 from test_classroom import _main
 from test_counter_checks import ADD_SOLUTION, COALESCED, PADDED, TRANSPOSE_SOLUTION, _changed, _failed
 
-from helpers import (
-    classroom,
-    counter_checks,
-    files,
-    glossary,
-    kernel_checks,
-    make_it_fast,
-    pallas,
-    prompts,
-    site,
-    upkeep,
-)
-from helpers.limits import time_limit
-from helpers.project import CHAPTERS
+from helpers.book import classroom, site, upkeep
+from helpers.chapters import counter_checks, kernel_checks, make_it_fast
+from helpers.core import files
+from helpers.core.limits import time_limit
+from helpers.core.project import CHAPTERS
+from helpers.learning import glossary, prompts
+from helpers.tpu import pallas
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,8 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from helpers import choosing, executor, roofline, specs
+from helpers import executor
+from helpers.chapters import choosing
 from helpers.executor import cupy_cpu
+from helpers.measuring import specs
+from helpers.model import roofline
 
 
 @pytest.mark.parametrize("name", ["definitely not a T4", "T4 T4", "my H100 SXM please", "x" * 10**7])

@@ -13,8 +13,9 @@ import pytest
 from conftest import without_gpu
 from test_cuda import SCALE, SILU, FakeCupy, _solution
 
-from helpers import cuda, kernel_checks, nvrtc
+from helpers.chapters import kernel_checks
 from helpers.executor import cupy_cpu
+from helpers.gpu import cuda, nvrtc
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
 #: The first line of /etc/passwd, which an #include "/etc/passwd" would have shown in NVRTC's message.

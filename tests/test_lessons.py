@@ -1,11 +1,13 @@
-"""helpers.lessons: the pieces chapters 00 and 01 share."""
+"""helpers.learning.lessons: the pieces chapters 00 and 01 share."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import lessons, project, specs, workloads
-from helpers.cpu import cpu_info
+from helpers.core import project
+from helpers.learning import lessons
+from helpers.measuring import specs, workloads
+from helpers.measuring.cpu import cpu_info
 
 
 def _text(shown: object) -> str:

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from helpers import limits
-from helpers.limits import TimeLimitExceeded, time_limit
+from helpers.core import limits
+from helpers.core.limits import TimeLimitExceeded, time_limit
 
 
 def _spin() -> None:

@@ -1,6 +1,6 @@
-"""Chapter 07's SGEMM ladder (helpers/make_it_fast.py, helpers/kernels/sgemm.cu) on the CPU executor: every rung
-multiplies right, faults planted in the shipped source are caught, the counters tell the ladder's story, and the
-kernel model of helpers.roofline ('A kernel from its counters') gives the bounds the chapter explains."""
+"""Chapter 07's SGEMM ladder (helpers/chapters/make_it_fast.py, helpers/kernels/sgemm.cu) on the CPU executor: every
+rung multiplies right, faults planted in the shipped source are caught, the counters tell the ladder's story, and the
+kernel model of helpers.model.roofline ('A kernel from its counters') gives the bounds the chapter explains."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from helpers import executor, make_it_fast, roofline, specs, workloads
-from helpers.cuda import kernel_source
+from helpers import executor
+from helpers.chapters import make_it_fast
+from helpers.gpu.cuda import kernel_source
+from helpers.measuring import specs, workloads
+from helpers.model import roofline
 
 #: sgemm.cu as it ships: every planted fault below is a str.replace on it.
 SHIPPED = kernel_source(make_it_fast.SOURCE)

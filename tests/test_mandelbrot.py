@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import mandelbrot as mb
+from helpers.chapters import mandelbrot as mb
 
 
 @pytest.mark.parametrize(("c", "steps"), [((0.0, 0.0), 100), ((2.0, 0.0), 2), ((-1.0, 0.0), 100), ((1.0, 1.0), 2),
@@ -56,7 +56,7 @@ def test_the_gpu_kernels_call_does_no_host_work_beyond_its_launch(monkeypatch) -
 
     from test_cuda import FakeCupy
 
-    from helpers import cuda
+    from helpers.gpu import cuda
 
     fake = FakeCupy()
     fake.emulations["mandelbrot"] = lambda grid, block, counts, *rest: counts.fill(1)

@@ -1,4 +1,4 @@
-"""helpers.mlp: the data split, the shared start, the hand-written backward pass against jax.grad, and Keras."""
+"""helpers.chapters.mlp: the data split, the shared start, the hand-written backward pass against jax.grad, Keras."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import mlp, workloads
+from helpers.chapters import mlp
+from helpers.measuring import workloads
 
 
 @pytest.fixture(scope="module")

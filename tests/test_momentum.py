@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import mlp, momentum
+from helpers.chapters import mlp, momentum
 
 DATA = mlp.load_digits_split()
 START = mlp.init_params(DATA.n_features, 16, DATA.n_classes, seed=0)

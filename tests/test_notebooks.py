@@ -1,4 +1,4 @@
-"""The notebooks: in step with helpers/project.py, stored from one clean run, and every exercise solvable.
+"""The notebooks: in step with helpers/core/project.py, stored from one clean run, and every exercise solvable.
 
 Every chapter runs with its solutions filled in (with_solutions, judged by unpassed_checks) in CI's Colab-versions
 run, tests/colab/run.py (TPU image), not here: nbval already runs every chapter as stored, and running each twice
@@ -25,8 +25,10 @@ import pytest
 from nbformat import NotebookNode
 
 import helpers
-from helpers import claims, project, run_checks, solutions, upkeep
-from helpers.solutions import VERDICTS, unpassed_checks, with_solutions
+from helpers.book import run_checks, solutions, upkeep
+from helpers.book.solutions import VERDICTS, unpassed_checks, with_solutions
+from helpers.core import project
+from helpers.learning import claims
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -76,12 +78,12 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
 
 
-# ---------------------------------------------------------------- 1. in step with helpers/project.py
+# ---------------------------------------------------------------- 1. in step with helpers/core/project.py
 
 
 def test_repository_notebooks_exist_and_are_in_step() -> None:
     found = upkeep.problems(ROOT)
-    assert not found, ("notebooks or README.md out of step with helpers/project.py:\n  " + "\n  ".join(found)
+    assert not found, ("notebooks or README.md out of step with helpers/core/project.py:\n  " + "\n  ".join(found)
                        + f"\nFix: {SYNC} (it also creates a missing notebook's header and set-up cells), "
                        "then write the notebook's content.")
 
@@ -154,8 +156,8 @@ def test_check_reports_missing_and_unlisted_notebooks(tmp_repo: Path) -> None:
     (tmp_repo / "notebooks" / FILES[2]).unlink()
     nbformat.write(_throwaway_notebook(), tmp_repo / "notebooks" / "99_scratch.ipynb")
     assert upkeep.problems(tmp_repo) == [
-        f"notebooks/{FILES[2]}: missing (listed in helpers/project.py CHAPTERS)",
-        "notebooks/99_scratch.ipynb: not in helpers/project.py CHAPTERS (add it there or remove it)",
+        f"notebooks/{FILES[2]}: missing (listed in helpers/core/project.py CHAPTERS)",
+        "notebooks/99_scratch.ipynb: not in helpers/core/project.py CHAPTERS (add it there or remove it)",
     ]
 
 
@@ -176,8 +178,8 @@ def test_bad_usage_exits_2_with_one_line(argv: list[str], capsys: pytest.Capture
 
 
 def test_the_upkeep_loads_neither_ipywidgets_nor_plotly() -> None:
-    """`notebooks sync` and `check` import helpers.upkeep: the explorer's widgets and plotly (seconds) stay out."""
-    code = ("import sys, helpers.upkeep; "
+    """`notebooks sync` and `check` import helpers.book.upkeep: the explorer's widgets and plotly (seconds) stay out."""
+    code = ("import sys, helpers.book.upkeep; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'ipywidgets', 'plotly'}))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 0 and run.stdout == "[]\n", run.stdout + run.stderr
@@ -424,7 +426,7 @@ def test_a_chapter_using_cupy_stops_jax_taking_the_gpus_memory_first(file: str) 
 
 def run_with_solutions(file: str, devices: tuple[str, ...] = ()) -> None:
     """Run chapter `file` top to bottom with every exercise's solution filled in; every check must pass (on
-    whatever this machine has), and the run must break none of helpers.run_checks' rules (claims.problems among
+    whatever this machine has), and the run must break none of helpers.book.run_checks' rules (claims.problems among
     them; `devices`: the names of the accelerators here, for the rules on their predictions). tests/test_gpu.py
     calls it on a GPU; CI's Colab-versions run (tests/colab/run.py, TPU image) fills the solutions in with
     with_solutions and judges them with unpassed_checks and claims.problems, as here."""
@@ -481,8 +483,8 @@ def test_a_check_passes_only_when_every_verdict_it_prints_is_a_tick(printed: str
 def test_chapter_03_runs_to_the_end_without_nvrtc_and_says_so_once() -> None:
     """A Mac, or a Colab runtime where NVRTC could not be installed: the chapter runs, naming what it skipped."""
     file = next(chapter.file for chapter in project.CHAPTERS if chapter.file.startswith("03_"))
-    no_nvrtc = upkeep.kernel_spec(sys.executable, startup=["import helpers.nvrtc",
-                                                           "helpers.nvrtc._candidates = lambda: []"])
+    no_nvrtc = upkeep.kernel_spec(sys.executable, startup=["import helpers.gpu.nvrtc",
+                                                           "helpers.gpu.nvrtc._candidates = lambda: []"])
     try:
         done = upkeep.run_notebook(_stored(file), NOTEBOOKS, kernel=no_nvrtc)
     except upkeep.CellFailed as exc:
@@ -554,7 +556,7 @@ def test_a_chapter_run_with_its_solutions_fails_on_a_claim_that_printed_false(mo
 
 
 def test_a_chapter_run_with_its_solutions_fails_where_a_measurement_beats_a_bound_it_printed(monkeypatch) -> None:
-    """The GPU suite's runs are held to helpers.run_checks: a matmul measured faster than its own 'at most' fails."""
+    """The GPU suite's runs are held to helpers.book.run_checks: a matmul measured faster than its 'at most' fails."""
     file = next(chapter.file for chapter in project.CHAPTERS if chapter.file.startswith("03_"))
     printed = ("naive kernel, n = 2,048                  17.9 ms                  3.32 ms               0.19x\n"
                "cuBLAS (a @ b), n = 2,048                347 µs                  374 µs               1.08x\n"

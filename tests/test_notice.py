@@ -2,8 +2,8 @@
 
 import pytest
 
-from helpers import backend, notice
-from helpers.backend import Backends, BackendStatus
+from helpers.core import backend, notice
+from helpers.core.backend import Backends, BackendStatus
 
 
 @pytest.fixture

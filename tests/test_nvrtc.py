@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import nvrtc
+from helpers.gpu import nvrtc
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason=f"NVRTC is absent: {nvrtc.why()}")
 

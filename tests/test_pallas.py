@@ -17,8 +17,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 from test_bad_input import BAD_VALUES
 
-from helpers import pallas
-from helpers.checks import Verdict
+from helpers.learning.checks import Verdict
+from helpers.tpu import pallas
 
 
 def kernel(x_ref, y_ref, z_ref, acc_ref):

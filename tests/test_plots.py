@@ -1,4 +1,4 @@
-"""helpers.plots: what the figures contain (built from fixed Timings); the model itself is tested in test_roofline."""
+"""helpers.figures.plots: what the figures contain (from fixed Timings); the model itself is tested in test_roofline."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from helpers import plots, specs, style
-from helpers.hardware import Peak
-from helpers.timing import Timing, compare
+from helpers.core import style
+from helpers.figures import plots
+from helpers.measuring import specs
+from helpers.measuring.hardware import Peak
+from helpers.measuring.timing import Timing, compare
 
 T4 = specs.get("NVIDIA T4")
 
@@ -231,7 +233,7 @@ def test_offline_renderer_by_default_colab_in_colab_and_user_choice_kept(monkeyp
 
 
 def test_point_labels_at_the_same_intensity_go_left_and_right():
-    from helpers.plots import _label_positions
+    from helpers.figures.plots import _label_positions
 
     # three axpby-like points share an intensity; two matmul-like points are apart
     points = [(0.25, 4.5), (0.25, 4.4), (0.25, 2.8), (85.0, 180.0), (170.0, 182.0)]

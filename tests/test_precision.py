@@ -1,4 +1,5 @@
-"""helpers.precision: a claim of agreement takes the tolerance of the rounding in effect where the product ran.
+"""helpers.measuring.precision: a claim of agreement takes the tolerance of the rounding in effect where the product
+ran.
 
 No TPU or TF32 GPU here, so the tests build the condition they create: a matmul that rounds its inputs to
 bfloat16 (a TPU at JAX's DEFAULT precision) or truncates them to TF32 (an A100, H100 or L4), and JAX's
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 import helpers as h
-from helpers import precision
+from helpers.measuring import precision
 
 ROOT = Path(__file__).resolve().parents[1]
 

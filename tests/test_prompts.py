@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import prompts, telling
-from helpers.project import CHAPTERS
+from helpers.core.project import CHAPTERS
+from helpers.learning import prompts, telling
 
 ROOT = Path(__file__).resolve().parents[1]
 

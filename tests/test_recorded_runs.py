@@ -1,4 +1,4 @@
-"""Every recorded run (docs/runs/): how it was made, small, without machine paths, and held to helpers.run_checks,
+"""Every recorded run (docs/runs/): how it was made, small, without machine paths, and held to helpers.book.run_checks,
 its known findings listed beside it by issue item; each rule on small planted notebooks; the record command.
 
 A recorded run keeps what the chapters printed on that day: the H200 runs of commit 8569a29 print the mistakes
@@ -19,7 +19,9 @@ import nbformat
 import numpy as np
 import pytest
 
-from helpers import claims, project, records, run_checks, upkeep
+from helpers.book import records, run_checks, upkeep
+from helpers.core import project
+from helpers.learning import claims
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = records.runs()
@@ -255,7 +257,7 @@ def test_findings_name_their_cell_and_the_stored_cpu_chapters_have_none() -> Non
 
 
 def test_without_a_gpu_or_tpu_record_says_so_in_one_line_and_exits_2(monkeypatch, capsys, tmp_path) -> None:
-    from helpers import gpu_report
+    from helpers.book import gpu_report
 
     def none_here(purpose: str) -> None:
         raise gpu_report.NoAccelerator(f"no GPU or TPU here (CuPy: none; JAX runs on the CPU): {purpose}")

@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 from radon.complexity import cc_visit
 from radon.visitors import Class
 
-from helpers import project
+from helpers.core import project
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

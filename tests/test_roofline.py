@@ -1,4 +1,4 @@
-"""helpers.roofline: the one performance model (roofs, overheads, padding) and the direction of imports."""
+"""helpers.model.roofline: the one performance model (roofs, overheads, padding) and the direction of imports."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import roofline, specs
-from helpers.cpu import Sourced
-from helpers.hardware import Peak
+from helpers.measuring import specs
+from helpers.measuring.cpu import Sourced
+from helpers.measuring.hardware import Peak
+from helpers.model import roofline
 
 T4 = specs.get("NVIDIA T4")
 V5E = specs.get("TPU v5e")
@@ -65,7 +66,7 @@ def test_predict_seconds_adds_each_calls_overhead_and_kernel_floor():
     # a jitted JAX step of 23 kernels: one dispatch, 23 kernels of one compiled program (a CUDA graph)
     assert roofline.predict_seconds(T4, flops=0, bytes=0, call="jax_gpu", kernels=23) == pytest.approx(
         roofline.OVERHEADS["jax_gpu"].value + 23 * 1.26e-6)
-    # the same with the call's cost measured on this host (helpers.host_calls), for the GPU that is here
+    # the same with the call's cost measured on this host (helpers.measuring.host_calls), for the GPU that is here
     assert roofline.predict_seconds(T4, flops=0, bytes=0, call="jax_gpu", kernels=23, call_seconds=150e-6,
                                     timed="pipelined") == pytest.approx(150e-6)
     # one jit per epoch: 42 iterations of a compiled loop, each of 14 kernels, in one call
@@ -78,7 +79,8 @@ def test_the_call_and_kernel_model_fits_the_h200_runs_jit_per_step_per_epoch_and
     epoch) for 42 steps of 14 kernels, chapter 06 a 100,000-step scan at 14.2 µs a step; the old model predicted
     3.06 ms for both epochs (a 5.2 µs floor a kernel, a 9.81 µs call) and 5.2 µs a scan step."""
     h200, steps, kernels = "NVIDIA H200", 42, 14
-    here = 180e-6  # a jitted call of the step's 6 arrays in and 5 out, as helpers.host_calls measures it on a host
+    # a jitted call of the step's 6 arrays in and 5 out, as helpers.measuring.host_calls measures it on a host
+    here = 180e-6
     per_step = roofline.predict_seconds(h200, flops=0, bytes=0, calls=steps, call="jax_gpu", kernels=kernels,
                                         timed="pipelined", call_seconds=here)
     per_epoch = roofline.predict_seconds(h200, flops=0, bytes=0, call="jax_gpu", kernels=steps * kernels,
@@ -156,7 +158,7 @@ def test_bad_input_names_what_is_accepted(call, message):
 
 def test_a_spec_object_or_its_name_is_accepted_everywhere():
     assert roofline.published_spec("NVIDIA T4") is roofline.published_spec(T4) is T4
-    from helpers import training
+    from helpers.chapters import training
 
     by_name = training.predict_epoch("NVIDIA T4", batch=32, hidden=64, steps=10).seconds
     assert training.predict_epoch(T4, batch=32, hidden=64, steps=10).seconds == by_name

@@ -1,4 +1,4 @@
-"""helpers.sharding: 8 host devices asked for in time, a loud refusal when too late, layouts, the exercise judge.
+"""helpers.tpu.sharding: 8 host devices asked for in time, a loud refusal when too late, layouts, the exercise judge.
 
 The device count is fixed when JAX starts its backends, once per process, so these run in fresh interpreters.
 """
@@ -13,7 +13,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from helpers import checks, sharding
+from helpers.learning import checks
+from helpers.tpu import sharding
 
 
 def run(program: str, env: dict[str, str] | None = None) -> str:

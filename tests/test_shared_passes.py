@@ -1,4 +1,4 @@
-"""Shared-memory passes from the machine code (helpers/shared_passes.py): NVIDIA's rule on the forum's own examples,
+"""Shared-memory passes from the machine code (helpers/gpu/shared_passes.py): NVIDIA's rule on the forum's own examples,
 the lane-by-lane evaluation of a listing's integer instructions, and every rung of chapter 07 compiled for sm_75 and
 sm_90, whose passes per multiply-add are worked out by hand here from sgemm.cu's indexing."""
 
@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from helpers import compiled, make_it_fast, shared_passes
-from helpers.cuda import kernel_source
+from helpers.chapters import make_it_fast
+from helpers.gpu import compiled, shared_passes
+from helpers.gpu.cuda import kernel_source
 
 needs_nvdisasm = pytest.mark.skipif(compiled.disassembler() is None, reason=compiled.INSTALL_HINT)
 LANE = np.arange(32)

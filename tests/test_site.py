@@ -16,9 +16,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import glossary, records, site
 from helpers.__main__ import main
-from helpers.project import CHAPTERS
+from helpers.book import records, site
+from helpers.core.project import CHAPTERS
+from helpers.learning import glossary
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from helpers import evidence, specs
+from helpers.book import evidence
+from helpers.measuring import specs
 
 #: Device names as CUDA reports them (CuPy's getDeviceProperties(0)["name"]; JAX's device_kind on a GPU is the
 #: same string), each with the spec it must find.

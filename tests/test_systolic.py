@@ -1,4 +1,4 @@
-"""helpers.systolic: exact products, cycle counts that match the closed form, one cycle's dataflow, bad input."""
+"""helpers.tpu.systolic: exact products, cycle counts that match the closed form, one cycle's dataflow, bad input."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import systolic
+from helpers.tpu import systolic
 
 RNG = np.random.default_rng(1234)
 SHAPES = [(1, 1, 1), (1, 5, 1), (5, 1, 1), (1, 1, 5), (1, 6, 4), (6, 4, 1), (4, 4, 4), (3, 7, 2), (8, 3, 5),

@@ -1,7 +1,7 @@
-"""Chapter 07's tensor-core rungs (helpers/tensor_cores.py, helpers/kernels/hgemm.cu) and its exercise's checker
-(helpers/tensor_checks.py): right on the executor, counted as the compiled code moves the tiles (checked against
-NVRTC's machine code), priced by the model under the tensor-core roofs, checked against published rows, and the
-checker's planted faults failing."""
+"""Chapter 07's tensor-core rungs (helpers/chapters/tensor_cores.py, helpers/kernels/hgemm.cu) and its exercise's
+checker (helpers/chapters/tensor_checks.py): right on the executor, counted as the compiled code moves the tiles
+(checked against NVRTC's machine code), priced by the model under the tensor-core roofs, checked against published
+rows, and the checker's planted faults failing."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ import collections
 import numpy as np
 import pytest
 
-from helpers import compiled, evidence, nvrtc, roofline, specs, tensor_checks, tensor_cores
-from helpers.cuda import kernel_source
+from helpers.book import evidence
+from helpers.chapters import tensor_checks, tensor_cores
 from helpers.executor import wmma
+from helpers.gpu import compiled, nvrtc
+from helpers.gpu.cuda import kernel_source
+from helpers.measuring import specs
+from helpers.model import roofline
 
 needs_nvdisasm = pytest.mark.skipif(compiled.disassembler() is None, reason=compiled.INSTALL_HINT)
 

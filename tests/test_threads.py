@@ -1,12 +1,12 @@
-"""helpers.threads: reading and capping NumPy's BLAS thread pool, and timing a function at each thread count."""
+"""helpers.measuring.threads: reading and capping NumPy's BLAS thread pool, timing a function at each thread count."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from helpers import threads
-from helpers.timing import Timing
+from helpers.measuring import threads
+from helpers.measuring.timing import Timing
 
 
 @pytest.mark.parametrize(("most", "counts"), [(1, [1]), (2, [1, 2]), (3, [1, 2, 3]), (6, [1, 2, 4, 6]),
@@ -52,7 +52,7 @@ def test_library_text_names_version_kernels_and_threads() -> None:
     assert str(threads.BlasLibrary("Intel MKL", None, 8, None, None)) == "Intel MKL, 8 threads"
 
 
-@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")
+@pytest.mark.filterwarnings("ignore::helpers.measuring.timing.NoisyTimingWarning")
 def test_thread_sweep_times_each_count_under_its_cap() -> None:
     a = np.ones((64, 64), dtype=np.float32)
     seen: list[int] = []

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from conftest import FakeClock, scripted, without_gpu
 
-from helpers import backend, specs, timing, workloads
-from helpers.backend import BackendUnavailable
-from helpers.hardware import Accelerator, Hardware, Peak
-from helpers.timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
+from helpers.core import backend
+from helpers.core.backend import BackendUnavailable
+from helpers.measuring import specs, timing, workloads
+from helpers.measuring.hardware import Accelerator, Hardware, Peak
+from helpers.measuring.timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
 
 ROOF = Peak("fake device", 1e11, 5e10, "test roof")
 
@@ -400,7 +401,7 @@ def _loop_count_saw_the_work(t: Timing, reference: float) -> bool:
     return t.number <= 1 + timing.MIN_SAMPLE_SECONDS / (0.3 * reference)
 
 
-@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")  # spread is not what is tested here
+@pytest.mark.filterwarnings("ignore::helpers.measuring.timing.NoisyTimingWarning")  # spread is not what is tested here
 def test_real_jax_is_timed_with_its_work(heavy_jax):
     f, x, reference = heavy_jax
     t = benchmark(f, x, budget=0.2)
@@ -411,7 +412,7 @@ def test_real_jax_is_timed_with_its_work(heavy_jax):
     assert _loop_count_saw_the_work(t, reference)
 
 
-@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")
+@pytest.mark.filterwarnings("ignore::helpers.measuring.timing.NoisyTimingWarning")
 def test_real_jax_closure_is_timed_with_its_work(heavy_jax):
     f, x, reference = heavy_jax
     t = benchmark(lambda: f(x), budget=0.2)  # no arguments: the JAX output is what tells us to sync
@@ -421,7 +422,7 @@ def test_real_jax_closure_is_timed_with_its_work(heavy_jax):
     assert _loop_count_saw_the_work(t, reference)
 
 
-@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")
+@pytest.mark.filterwarnings("ignore::helpers.measuring.timing.NoisyTimingWarning")
 def test_real_jax_fed_numpy_is_timed_with_its_work(heavy_jax):
     f, x, reference = heavy_jax
     t = benchmark(f, np.asarray(x), budget=0.2)  # each call also copies the input to JAX's device
@@ -429,7 +430,7 @@ def test_real_jax_fed_numpy_is_timed_with_its_work(heavy_jax):
     assert _loop_count_saw_the_work(t, reference)
 
 
-@pytest.mark.filterwarnings("ignore::helpers.timing.NoisyTimingWarning")
+@pytest.mark.filterwarnings("ignore::helpers.measuring.timing.NoisyTimingWarning")
 def test_real_numpy_and_python_benchmarks():
     a, b = workloads.make_inputs("matmul", 8)
     t = benchmark(np.matmul, a, b, budget=0.01, flops=workloads.matmul_flops(8))
@@ -870,7 +871,7 @@ def test_without_a_calibration_in_this_process_nothing_is_judged_or_calibrated(m
     """benchmark reads the calibration cpu_info made, and makes none: cpu_info not yet run means no verdict."""
     from functools import lru_cache
 
-    from helpers import cpu
+    from helpers.measuring import cpu
 
     detections = []
     fake = dataclasses.replace(fake_cpu, blas_fp32_this_run=ONE_CORE)
@@ -887,7 +888,7 @@ def test_without_a_calibration_in_this_process_nothing_is_judged_or_calibrated(m
 
 
 def test_the_calibration_this_process_made_is_one_cores_rate_in_this_run():
-    from helpers import cpu
+    from helpers.measuring import cpu
 
     info = cpu.cpu_info()
     assert cpu.calibrated_blas_flops() == info.blas_fp32_this_run

@@ -1,4 +1,4 @@
-"""helpers.training: the shared loop, epoch timing, the traced step, GPU predictions, sweeps, figures and table."""
+"""helpers.chapters.training: the shared loop, epoch timing, the traced step, GPU predictions, sweeps, figures."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import backend, host_calls, mlp, roofline, specs, training
-from helpers.hardware import Peak
-from helpers.timing import Timing, format_seconds
+from helpers.chapters import mlp, training
+from helpers.core import backend
+from helpers.measuring import host_calls, specs
+from helpers.measuring.hardware import Peak
+from helpers.measuring.timing import Timing, format_seconds
+from helpers.model import roofline
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +189,7 @@ def test_each_prediction_is_the_roofline_sum_it_is_defined_as() -> None:
     t4, steps, host = specs.get("NVIDIA T4"), 42, 6e-4
     work, k = training.trace_step(32), training.xla_kernels(32).total
     cupy_call, jax_call = (roofline.OVERHEADS[name].value for name in ("cupy", "jax_gpu"))
-    # Pipelined calls: each costs the larger of its host overhead and its device time (helpers.roofline).
+    # Pipelined calls: each costs the larger of its host overhead and its device time (helpers.model.roofline).
     per_op = [max(cupy_call, roofline.device_seconds(t4, flops=op.flops, bytes=op.bytes, matmul=op.name == "matmul"))
               for op in work.kernels]
     # A fused step moves each matmul's inputs and output, and reads and writes the float32 parameters once.
@@ -227,7 +230,7 @@ def test_fusing_predicts_a_faster_epoch_and_one_jit_per_epoch_wins_where_calls_c
     assert step.seconds == pytest.approx(42 * 180e-6) and scan.seconds < step.seconds / 4
     loop = 42 * (roofline.LOOP_STEP["gpu"].value + (k - 1) * roofline.PROGRAM_KERNEL["gpu"].value)
     assert scan.seconds == pytest.approx(max(180e-6, loop), rel=0.01)  # epochs queued: the one call hides
-    # Where calls are not hidden (a TPU, predicted synced by helpers.roofline), one call per epoch wins outright.
+    # Where calls are not hidden (a TPU, predicted synced by helpers.model.roofline), one call per epoch wins outright.
     tpu_step, tpu_scan = (training.predict_epoch("TPU v5e", 32, 64, 42, kind=kind) for kind in ("jax", "jax-scan"))
     assert tpu_scan.seconds < tpu_step.seconds
 

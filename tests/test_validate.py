@@ -1,11 +1,11 @@
-"""helpers.validate: the shared checks on sizes and counts."""
+"""helpers.core.validate: the shared checks on sizes and counts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from helpers.validate import positive_int
+from helpers.core.validate import positive_int
 
 
 def test_whole_numbers_from_one_are_returned_as_int() -> None:

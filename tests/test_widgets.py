@@ -1,12 +1,13 @@
-"""helpers.widgets.explorer: it measures at creation, re-measures on every change, and rejects bad arguments."""
+"""helpers.figures.widgets.explorer: it measures at creation, re-measures on every change, and rejects bad arguments."""
 
 from __future__ import annotations
 
 import ipywidgets
 import pytest
 
-from helpers import project, widgets
-from helpers.backend import backends
+from helpers.core import project
+from helpers.core.backend import backends
+from helpers.figures import widgets
 
 TINY = dict(sizes=(8, 16), budget=0.01)
 
@@ -79,7 +80,7 @@ def test_bad_arguments_say_what_is_accepted(kwargs, match):
 
 
 def test_a_stored_explorer_gets_a_static_snapshot_and_says_how_to_use_it(monkeypatch):
-    from helpers import upkeep
+    from helpers.book import upkeep
 
     ex = widgets.explorer("matmul", backends=("numpy",), size=8, **TINY)
     assert repr(ex).endswith(f": {widgets.RUN_TO_USE}>")

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers import workloads
-from helpers.backend import BackendUnavailable, detect
-from helpers.workloads import (
+from helpers.core.backend import BackendUnavailable, detect
+from helpers.measuring import workloads
+from helpers.measuring.workloads import (
     axpby,
     axpby_bytes,
     axpby_flops,

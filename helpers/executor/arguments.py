@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..specs import MAX_BLOCK_THREADS, MAX_STATIC_SHARED
+from ..measuring.specs import MAX_BLOCK_THREADS, MAX_STATIC_SHARED
 from . import structs
 from .c_types import CONVERSIONS, DTYPES, INTEGERS, VECTORS, CType
 from .front import CudaCError

@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from helpers.executor import Program
+from . import Program
 
 TILE = 16  # matmul.cu's TILE: blocks of TILE x TILE threads, one per element of C
 VECTOR_BLOCK = 256  # threads per block of the vector add
@@ -360,7 +360,7 @@ class _Parser(argparse.ArgumentParser):
 
 def write_json(path: Path, rows: Sequence[Row], quick: bool) -> None:
     """The rows as JSON, written as a new file renamed into place (a link put there meanwhile is replaced)."""
-    from helpers.files import replace_file
+    from ..core.files import replace_file
 
     data = {"quick": quick, "rows": [row.as_dict() for row in rows]}
     replace_file(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ..cupy_params import C_TYPES, Param, parse_params
-from ..validate import flag
+from ..core.validate import flag
 from .arguments import MAX_BLOCK_THREADS, MAX_LAUNCH_THREADS
+from .cupy_params import C_TYPES, Param, parse_params
 from .cupy_reduction import ReductionKernel  # noqa: F401 - cupy.ReductionKernel
 from .front import CudaCError
 from .memory import KernelFault

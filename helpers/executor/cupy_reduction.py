@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..cupy_params import C_TYPES
-from ..validate import flag
+from ..core.validate import flag
 from .arguments import MAX_LAUNCH_THREADS as MAX_ELEMENTS
+from .cupy_params import C_TYPES
 from .program import Program
 from .runtime import MAX_STEPS
 

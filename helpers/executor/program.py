@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validate import positive_int
+from ..core.validate import positive_int
 from . import groups, warp, wmma
 from .arguments import MAX_LAUNCH_THREADS, arguments, dynamic_shared_bytes, executor_shape
 from .counters import WARP, Counters

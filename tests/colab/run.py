@@ -12,7 +12,7 @@
    `google.colab` (a stand-in) imported before the first cell, in an empty working folder, as on Colab. The set-up
    cell is the stored one, its URL pointed at that commit: it installs the series the way a learner's does.
    With the TPU image's versions every chapter runs as a learner who did the exercises runs it: each exercise's
-   solution filled in (CI's one run of the solutions; helpers.solutions.with_solutions). With the GPU
+   solution filled in (CI's one run of the solutions; helpers.book.solutions.with_solutions). With the GPU
    image's versions the exercises are left as stored, as a learner who skipped them runs the chapter.
 3. The run fails on any error output, on any claim (`h.claim`) that printed False, on any printed line ending
    in "False", on a check cell of a filled-in exercise that did not print only ✅ verdicts, and when the set-up
@@ -40,8 +40,10 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpec
 from nbformat import NotebookNode
 
-from helpers import claims, project, upkeep
-from helpers.solutions import unpassed_checks, with_solutions
+from helpers.book import upkeep
+from helpers.book.solutions import unpassed_checks, with_solutions
+from helpers.core import project
+from helpers.learning import claims
 
 ROOT = Path(__file__).resolve().parents[2]
 

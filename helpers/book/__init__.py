@@ -1,0 +1,6 @@
+"""The book, the classroom and the upkeep: the offline HTML book (site), hand-outs and the class's machines
+(classroom), the teacher guide (guide, chapter_time), recorded runs and the rules they are held to (records,
+run_checks, solutions), the evidence pages (evidence, gpu_report) and keeping notebooks in step (upkeep).
+
+It may import every sub-package; nothing imports it but the command line (helpers.__main__).
+"""
