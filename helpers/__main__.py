@@ -353,7 +353,7 @@ def _bench(args: argparse.Namespace) -> int:
 def _gpu_report(args: argparse.Namespace) -> int:
     """Measure on the GPU or TPU here (exit 1, one line, when there is none: no file is written), each row printed
     and the JSON file rewritten as it is measured; an interrupted run keeps its rows (exit 130)."""
-    from .book import gpu_report
+    from .book import gpu_report, report_case
 
     prog = args.parser.prog
     sizes, budget = (gpu_report.QUICK, gpu_report.QUICK_BUDGET) if args.quick else (gpu_report.CHAPTER_SIZES,
@@ -361,7 +361,7 @@ def _gpu_report(args: argparse.Namespace) -> int:
     try:
         report = gpu_report.run(sizes, args.budget or budget, progress=sys.stderr, table=sys.stdout,
                                 json_path=args.json, time_limit_s=args.time_limit)
-    except gpu_report.NoAccelerator as exc:
+    except report_case.NoAccelerator as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -417,12 +417,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["notebooks"]:  # everything after the word belongs to the upkeep command
         try:
-            from .book.upkeep import main as upkeep_main
+            from .book import records, upkeep
         except ImportError as exc:  # nbformat, nbclient and jupyter_client come with the dev extra only
             print(f"{PROG} notebooks: needs the maintainers' tools ({exc.name} is missing): "
                   "pip install -e '.[dev]' in a clone of the repository", file=sys.stderr)
             return 2
-        return upkeep_main(argv[1:])
+        if argv[1:2] != ["record"]:
+            return upkeep.main(argv[1:])
+        if (problem := upkeep.clone_problem()) is not None:
+            print(problem, file=sys.stderr)
+            return 2
+        return records.main(argv[2:])
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)

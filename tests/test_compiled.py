@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from helpers.chapters import make_it_fast
-from helpers.gpu import compiled, nvrtc
+from helpers.gpu import compiled, machine_code, nvrtc
 from helpers.gpu.cuda import kernel_source
 from helpers.measuring import specs
 from helpers.model import roofline
@@ -65,8 +65,8 @@ def test_the_assembler_report_gives_registers_spills_shared_memory_and_barriers_
 
 
 def test_loops_are_found_by_their_backward_branches_and_weighed_by_the_executors_counts() -> None:
-    code, labels = compiled.parse(LISTING)["toy"]
-    found = compiled.loops(code, labels)
+    code, labels = machine_code.parse(LISTING)["toy"]
+    found = machine_code.loops(code, labels)
     assert [(lp.start, lp.end) for lp in found] == [(4, 10), (1, 12)]
     # one warp, 8 tiles of 8 inner steps: 256 FFMAs (512 FLOP units of a warp), 8 loads, 8 stores, 16 barriers
     mix = compiled.weigh(code, found, _counters(flops=256 * 64, global_load_requests=8, shared_store_requests=8,
@@ -80,17 +80,17 @@ def test_loops_are_found_by_their_backward_branches_and_weighed_by_the_executors
 
 
 def test_a_wrong_weight_shows_a_planted_miscount_and_a_kernel_without_multiply_adds_is_refused() -> None:
-    code, labels = compiled.parse(LISTING)["toy"]
-    found = compiled.loops(code, labels)
+    code, labels = machine_code.parse(LISTING)["toy"]
+    found = machine_code.loops(code, labels)
     right = compiled.weigh(code, found, _counters(flops=256 * 64, global_load_requests=8, shared_store_requests=8,
                                                   barriers=16))
     halved = compiled.weigh(code, found, _counters(flops=256 * 64, global_load_requests=16, shared_store_requests=16,
                                                    barriers=32))
     assert halved.per_fma["LDG"] == 2 * right.per_fma["LDG"]  # the outer loop's weight follows the loads
     no_math = LISTING.replace("FFMA", "FMNMX")
-    code, labels = compiled.parse(no_math)["toy"]
+    code, labels = machine_code.parse(no_math)["toy"]
     with pytest.raises(ValueError, match="no multiply-add"):
-        compiled.weigh(code, compiled.loops(code, labels), _counters(global_load_requests=8))
+        compiled.weigh(code, machine_code.loops(code, labels), _counters(global_load_requests=8))
 
 
 def test_the_stored_facts_say_which_compiler_made_them_and_cover_every_rung() -> None:

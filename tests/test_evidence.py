@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from helpers.book import evidence
+from helpers.book import evidence, gpu_report
 from helpers.chapters import choosing, make_it_fast
 from helpers.model import roofline
 
@@ -112,7 +112,7 @@ def _report(rows: int = 1) -> dict:
 
 
 def test_without_a_gpu_report_the_page_says_none_yet_and_how_to_make_one(tmp_path) -> None:
-    assert evidence.load_reports(tmp_path) == []
+    assert gpu_report.load_reports(tmp_path) == []
     section = evidence.page(reports=[]).split("## Measured by this project on a GPU or a TPU")[1]
     assert section.split("## ")[0].count("None yet: no gpu-report file has been committed under docs/.") == 1
     assert "`python -m helpers gpu-report --json docs/gpu-report-<device>-<date>.json`" in section
@@ -121,7 +121,7 @@ def test_without_a_gpu_report_the_page_says_none_yet_and_how_to_make_one(tmp_pat
 def test_a_gpu_reports_rows_are_listed_with_its_facts(tmp_path) -> None:
     (tmp_path / "gpu-report-tesla-t4-2030-01-02.json").write_text(json.dumps(_report()))
     (tmp_path / "other.json").write_text("not a report, not read")
-    reports = evidence.load_reports(tmp_path)
+    reports = gpu_report.load_reports(tmp_path)
     assert [name for name, _ in reports] == ["gpu-report-tesla-t4-2030-01-02.json"]
     section = evidence.page(reports=reports).split("## Measured by this project")[1].split("## The model's")[0]
     assert "None yet" not in section
@@ -144,7 +144,7 @@ def test_a_gpu_reports_rows_are_listed_with_its_facts(tmp_path) -> None:
 def test_a_gpu_report_file_that_cannot_be_listed_stops_the_page_with_its_name(tmp_path, content, why) -> None:
     (tmp_path / "gpu-report-broken.json").write_text(content)
     with pytest.raises(ValueError, match=f"^gpu-report-broken.json: {why}"):
-        evidence.load_reports(tmp_path)
+        gpu_report.load_reports(tmp_path)
 
 
 def test_what_was_not_found_is_said_with_what_the_model_does_instead() -> None:

@@ -27,7 +27,7 @@ import pytest
 from test_cuda import FakeArray, FakeCupy, on_device
 
 from helpers.__main__ import main
-from helpers.book import evidence, gpu_report
+from helpers.book import evidence, gpu_report, report_case, report_chapters
 from helpers.chapters import choosing, make_it_fast, mandelbrot, training
 from helpers.core import backend
 from helpers.core.backend import BackendStatus
@@ -40,7 +40,7 @@ from helpers.model import roofline
 hardware_module = importlib.import_module("helpers.measuring.hardware")  # `helpers.measuring.hardware` is the function
 ROOT = Path(__file__).resolve().parents[1]
 #: Sizes the CPU executor runs in moments: every case of every chapter, small.
-TINY = gpu_report.Sizes(copy_mib=1, axpby=1_000, sweep=(100, 1_000), stream=600, matmul_kernels=8, roof_matmul=16,
+TINY = report_case.Sizes(copy_mib=1, axpby=1_000, sweep=(100, 1_000), stream=600, matmul_kernels=8, roof_matmul=16,
                         image=(8, 6), jax_matmul=(16, 32), pad_base=16, precision=16, widths=(64,), batch_sweep=(32,),
                         steps=(10, 100), batches=(1, 4), ladder=128)
 GPU_NAME = "Tesla T4"
@@ -156,7 +156,8 @@ def full_run(tmp_path_factory):
         for r in make_it_fast.RUNGS:
             fake.emulations[r.kernel] = _matmul_into_c
         mp.setattr(gpu_report, "QUICK", TINY)
-        mp.setattr(gpu_report, "TRAINING", dataclasses.replace(gpu_report.TRAINING, wide=64))  # one shape: quicker
+        # one shape: quicker
+        mp.setattr(report_chapters, "TRAINING", dataclasses.replace(report_chapters.TRAINING, wide=64))
         # this host's call costs, as host_calls.here measures them on a GPU (fixed here: the stand-in's are NumPy's)
         mp.setattr(host_calls, "here", lambda arrays_in, arrays_out: HOST)
         try:  # a time limit a machine 4x slower than this one reaches the last case within
@@ -201,7 +202,7 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
             "jit matmul bfloat16, n = 32"} <= labels, labels
     assert {f"axpby sweep, n = {n:,}" for n in TINY.sweep} <= labels
     assert not any(label.startswith(("padding", "precision")) for label in labels)  # those are for a TPU only
-    assert ("one epoch: Keras" in labels) == gpu_report._keras_installed()
+    assert ("one epoch: Keras" in labels) == report_chapters._keras_installed()
     # the predictions are the chapters' own helpers, for the card here
     t4 = cuda.GPU(GPU_NAME, specs.get("NVIDIA T4"), True)
     # a pageable copy goes no faster than this host copies memory, measured in the report's own run (a busy or slow
@@ -227,7 +228,7 @@ def test_the_command_writes_every_chapters_measurements_beside_their_predictions
     assert by_label["SGEMM rung 5 2D block tiling"]["predicted_s"] == make_it_fast.predict(
         "5", "NVIDIA T4", TINY.ladder).seconds  # chapter 07: the kernel model, from the executor's counts
     assert {f"SGEMM rung {r.label}" for r in make_it_fast.RUNGS} <= labels
-    assert gpu_report.CHAPTER_SIZES.ladder == make_it_fast.BIG_N  # the chapter's size, written twice
+    assert report_case.CHAPTER_SIZES.ladder == make_it_fast.BIG_N  # the chapter's size, written twice
     steps = 1347 // 32  # chapter 05's 1,347 training digits in batches of 32
     assert by_label["epoch by width: CuPy, hidden 64"]["predicted_s"] == training.predict_epoch(
         "NVIDIA T4", 32, 64, steps, 64, 10, kind="cupy", calls=HOST).seconds  # the GPU here: this host's calls
@@ -276,7 +277,7 @@ def test_the_command_prints_the_table_and_where_the_file_goes(full_run) -> None:
 
 def test_the_page_lists_the_reports_rows_as_measured_by_this_project(full_run, tmp_path) -> None:
     (tmp_path / "gpu-report-tesla-t4-2030-01-01.json").write_text(full_run.path.read_text())
-    reports = evidence.load_reports(tmp_path)
+    reports = gpu_report.load_reports(tmp_path)
     assert [name for name, _ in reports] == ["gpu-report-tesla-t4-2030-01-01.json"]
     text = evidence.page(reports=reports)
     section = text.split("## Measured by this project on a GPU or a TPU")[1].split("## The model's constants")[0]
@@ -292,7 +293,7 @@ def test_the_page_says_when_a_report_was_interrupted_and_what_it_left_out(full_r
     data = json.loads(full_run.path.read_text())
     data["settings"].update(complete=False, cases=99, left_out=["ch06 recurrence: scan, n = 100,000: why"])
     (tmp_path / "gpu-report-tesla-t4-2030-01-01.json").write_text(json.dumps(data))
-    text = evidence.page(reports=evidence.load_reports(tmp_path))
+    text = evidence.page(reports=gpu_report.load_reports(tmp_path))
     assert f"- interrupted: {len(data['rows'])} of 99 cases run" in text
     assert "- left out: ch06 recurrence: scan, n = 100,000: why" in text
 
@@ -308,7 +309,7 @@ def test_without_a_gpu_or_tpu_it_says_what_it_is_for_and_writes_nothing(monkeypa
         assert err.count("\n") == 1 and err.startswith("python -m helpers gpu-report: error: no GPU or TPU here")
         assert "records every measurement the chapters make" in err and "Runtime > Change runtime type" in err
     assert not new.exists() and old.read_text() == "kept"
-    with pytest.raises(gpu_report.NoAccelerator, match=r"JAX runs on the CPU"):
+    with pytest.raises(report_case.NoAccelerator, match=r"JAX runs on the CPU"):
         gpu_report.run(TINY, 0.01)
 
 
@@ -326,7 +327,7 @@ def test_bad_arguments_are_refused_before_anything_runs(monkeypatch, capsys, tmp
 
 def test_a_case_that_fails_is_recorded_with_why_and_the_others_still_run(monkeypatch, fresh_caches) -> None:
     fake = _on_accelerators(monkeypatch, jax_kind=None)
-    monkeypatch.setattr(gpu_report, "CHAPTERS", {"03": gpu_report.chapter03})
+    monkeypatch.setattr(gpu_report, "CHAPTERS", {"03": report_chapters.chapter03})
     fake.emulations["matmul_naive"] = lambda *args: 1 / 0  # a GPU whose launch fails
     report = gpu_report.run(TINY, 0.01)
     assert report.skipped == [{"chapter": "03", "label": "matmul: naive kernel",
@@ -338,7 +339,7 @@ def test_a_case_that_fails_is_recorded_with_why_and_the_others_still_run(monkeyp
 
 def test_on_a_tpu_the_matmuls_are_padded_and_the_precisions_timed(monkeypatch, fresh_caches) -> None:
     _on_accelerators(monkeypatch, jax_kind="tpu", gpu=False)
-    monkeypatch.setattr(gpu_report, "CHAPTERS", {"04": gpu_report.chapter04})
+    monkeypatch.setattr(gpu_report, "CHAPTERS", {"04": report_chapters.chapter04})
     report = gpu_report.run(TINY, 0.01)
     assert report.skipped == []
     v5e = specs.get("TPU v5e")  # the TPU Colab lends: its specs stand in for a TPU whose own are not on file
@@ -383,21 +384,21 @@ def _code(notebook: str) -> str:
 
 
 def test_the_sizes_and_kernels_are_the_chapters_own() -> None:
-    """Each size the report keeps is the one its chapter uses: the chapter imports it (h.gpu_report.CHAPTER_SIZES,
+    """Each size the report keeps is the one its chapter uses: the chapter imports it (h.report_case.CHAPTER_SIZES,
     TRAINING, ...), or writes the same numbers; the fused kernel and chapter 06's functions are the chapters' own."""
-    s, t = gpu_report.CHAPTER_SIZES, gpu_report.TRAINING
+    s, t = report_case.CHAPTER_SIZES, report_chapters.TRAINING
     expected = {
         "03_gpu_cupy.ipynb": {"COPY_MIB": [s.copy_mib], "N": [s.axpby], "SWEEP": list(s.sweep),
                               "GPU_FUSE": [s.stream], "N_ROOF_AXPBY": [s.stream], "N_SUM_GPU": [s.stream],
                               "N_MM_GPU": [s.matmul_kernels], "N_ROOF_MATMUL, GPU_MATMUL": [s.roof_matmul],
                               "BIG_IMAGE": list(s.image)},
         "04_tpu_jax.ipynb": {"SIZES": list(s.jax_matmul), "BASE": [s.pad_base], "N_PRECISION": [s.precision],
-                             "MXU_PASSES": list(gpu_report.MXU_PASSES.values())},
+                             "MXU_PASSES": list(report_chapters.MXU_PASSES.values())},
         "05_training.ipynb": {"HIDDEN, BATCH, EPOCHS, LR": [t.hidden, t.batch, t.epochs, t.lr],
                               "HIDDEN_SWEEP": list(s.widths), "BATCH_SWEEP": list(s.batch_sweep),
                               "HIDDEN_WIDE": [t.wide]},
         "06_when_to_use_which.ipynb": {"N_STEPS": list(s.steps), "BATCHES": list(s.batches),
-                                       "ALPHA": [float(gpu_report.EMA_ALPHA)]},
+                                       "ALPHA": [float(report_chapters.EMA_ALPHA)]},
     }
     for notebook, assignments in expected.items():
         code = _code(notebook)
@@ -407,7 +408,7 @@ def test_the_sizes_and_kernels_are_the_chapters_own() -> None:
                 found = _numbers(rhs)
                 assert all(any(math.isclose(v, f, rel_tol=1e-6) for f in found) for v in values), (notebook, target,
                                                                                                    rhs, values)
-    fused = gpu_report.AXPBY_FUSED
+    fused = report_chapters.AXPBY_FUSED
     code = _code("03_gpu_cupy.ipynb")
     assert all(f'"{part}"' in code for part in (fused.in_params, fused.out_params, fused.operation, fused.name))
     code = _code("06_when_to_use_which.ipynb")
@@ -416,9 +417,9 @@ def test_the_sizes_and_kernels_are_the_chapters_own() -> None:
 
 
 def test_a_row_that_max_time_capped_says_so_in_its_table_line_and_its_json() -> None:
-    def row(samples: list[float], capped: bool) -> gpu_report.Row:
+    def row(samples: list[float], capped: bool) -> report_case.Row:
         timing = Timing("t", "cupy", "float32", np.asarray(samples), 1, 1.0, capped=capped)
-        return gpu_report.Row("07", "SGEMM rung 5", "n = 128", "T4", "NVIDIA T4", "make_it_fast", 1.0, timing)
+        return report_case.Row("07", "SGEMM rung 5", "n = 128", "T4", "NVIDIA T4", "make_it_fast", 1.0, timing)
 
     capped, full = row([2.5], True), row([1.0] * 5, False)
     report = gpu_report.Report({"date": "2026-11-28", "devices": [], "python": "3.11", "packages": {}},
@@ -438,9 +439,9 @@ def _quick_timing(label: str) -> Timing:
     return benchmark(lambda: sum(range(100)), budget=0.001, label=label)
 
 
-def _fake_cases(count: int, measure=None) -> list[gpu_report.Case]:
+def _fake_cases(count: int, measure=None) -> list[report_case.Case]:
     """`count` cases of chapter 03 that time a tiny Python call (or run `measure(i)`), each predicted at 1 µs."""
-    return [gpu_report.Case("03", f"case {i}", "a sum of 100 numbers", "stand-in", "NVIDIA T4", "none",
+    return [report_case.Case("03", f"case {i}", "a sum of 100 numbers", "stand-in", "NVIDIA T4", "none",
                             (lambda i=i: measure(i)) if measure else (lambda i=i: _quick_timing(f"case {i}")),
                             lambda: 1e-6) for i in range(1, count + 1)]
 
@@ -498,7 +499,7 @@ def test_cases_not_begun_within_the_time_limit_are_listed_and_a_case_never_runs_
     limit leaves plus LAST_CASE_GRACE, so the run ends within 3 minutes; the others are listed as not measured."""
     now, caps = [0.0], []
 
-    def measure(case: gpu_report.Case, seconds: float) -> gpu_report.Row:
+    def measure(case: report_case.Case, seconds: float) -> report_case.Row:
         caps.append((now[0], seconds))
         now[0] += 40
         return case.run()
@@ -526,12 +527,13 @@ def test_a_case_that_hangs_is_stopped_and_the_others_still_run(monkeypatch) -> N
 
 
 def test_the_longest_scan_is_left_out_saying_why_and_the_others_kept() -> None:
-    here = gpu_report.Here(None, "gpu", "stand-in", specs.get("NVIDIA T4"))
-    labels = [case.label for case in gpu_report.chapter06(here, gpu_report.CHAPTER_SIZES)]
+    here = report_case.Here(None, "gpu", "stand-in", specs.get("NVIDIA T4"))
+    labels = [case.label for case in report_chapters.chapter06(here, report_case.CHAPTER_SIZES)]
     assert "recurrence: scan, n = 10,000" in labels and "recurrence: scan, n = 100,000" not in labels
     assert "recurrence: associative scan, n = 100,000" in labels  # microseconds: the chapter's size
-    [note] = gpu_report.left_out(here, gpu_report.CHAPTER_SIZES)
+    [note] = report_chapters.left_out(here, report_case.CHAPTER_SIZES)
     assert note.startswith("ch06 recurrence: scan, n = 100,000: a scan's steps run one after another")
-    assert gpu_report.left_out(here, TINY) == [] and gpu_report.left_out(gpu_report.Here(None, None), TINY) == []
+    nothing_here = report_case.Here(None, None)
+    assert report_chapters.left_out(here, TINY) == [] and report_chapters.left_out(nothing_here, TINY) == []
     report = gpu_report.Report({}, [], [], {"left_out": [note]})
     assert f"left out: {note}" in report.footer()

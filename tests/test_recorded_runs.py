@@ -19,7 +19,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from helpers.book import records, run_checks, upkeep
+from helpers.__main__ import main as cli
+from helpers.book import records, report_case, run_checks, upkeep
 from helpers.core import project
 from helpers.learning import claims
 
@@ -257,17 +258,16 @@ def test_findings_name_their_cell_and_the_stored_cpu_chapters_have_none() -> Non
 
 
 def test_without_a_gpu_or_tpu_record_says_so_in_one_line_and_exits_2(monkeypatch, capsys, tmp_path) -> None:
-    from helpers.book import gpu_report
 
     def none_here(purpose: str) -> None:
-        raise gpu_report.NoAccelerator(f"no GPU or TPU here (CuPy: none; JAX runs on the CPU): {purpose}")
+        raise report_case.NoAccelerator(f"no GPU or TPU here (CuPy: none; JAX runs on the CPU): {purpose}")
 
-    monkeypatch.setattr(gpu_report, "accelerators", none_here)
+    monkeypatch.setattr(report_case, "accelerators", none_here)
     assert records.main([], folder=tmp_path) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "no GPU or TPU here" in err and "records the chapters" in err
     assert list(tmp_path.iterdir()) == []
-    assert upkeep.main(["record", "--bogus"]) == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+    assert cli(["notebooks", "record", "--bogus"]) == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
 def _chapter_with_an_exercise(root: Path) -> None:

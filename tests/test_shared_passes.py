@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers.chapters import make_it_fast
-from helpers.gpu import compiled, shared_passes
+from helpers.gpu import compiled, machine_code, shared_passes
 from helpers.gpu.cuda import kernel_source
 
 needs_nvdisasm = pytest.mark.skipif(compiled.disassembler() is None, reason=compiled.INSTALL_HINT)
@@ -56,20 +56,20 @@ toy:
 
 
 def test_the_addresses_are_worked_out_lane_by_lane_from_the_listing() -> None:
-    code, labels = compiled.parse(LISTING)["toy"]
+    code, labels = machine_code.parse(LISTING)["toy"]
     each = shared_passes.load_passes(code, (32, 1, 1), {})
     # R6 = (tid >> 5 << 9) + tid * 4: neighbours (1 pass); R5 = (tid & 16) * 32 (0x20 as two float16 halves):
     # lanes 0-15 one address, 16-31 another, the forum's pattern 2 (2 passes); R1 = tid >> 5 = 0: uniform LDS.64 (1);
     # [R0.X8] = tid * 8 bytes: every other word, a 2-way conflict
     assert each == {7: 1, 8: 2, 9: 1, 10: 2}
-    found = compiled.loops(code, labels)
+    found = machine_code.loops(code, labels)
     own = {lp: list(range(lp.start, lp.end + 1)) for lp in found}
     assert shared_passes.per_warp(code, found, {found[0]: 10.0}, own, each) == 60.0
 
 
 def test_an_address_from_a_loaded_value_is_unknown_and_no_count_is_made_up() -> None:
     listing = LISTING.replace("LDS R8, [R6+0x100]", "LDS R8, [R9]")  # R9: a multiply-add's result
-    code, _ = compiled.parse(listing)["toy"]
+    code, _ = machine_code.parse(listing)["toy"]
     assert shared_passes.load_passes(code, (32, 1, 1), {}) is None
 
 

@@ -20,15 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core import project
-from ..core.project import ROOT
 from ..measuring import specs
 from ..model import roofline
+from .gpu_report import PAGE, load_reports
 
 #: The published measurements: in the package, so chapter 07 reads them wherever the helpers are installed.
 DATA = project.DATA / "published-measurements.json"
-PAGE = ROOT / "docs" / "predictions.md"
-#: The gpu-report files the page lists as measured by this project: docs/gpu-report-<device>-<date>.json.
-REPORTS = "gpu-report-*.json"
 #: How far a prediction may be from a published measurement, either way.
 RATIO_LIMIT = 2.0
 #: Chapter 07's kernel model is held closer: each published rung within this, but the rows in RUNG_MISSES.
@@ -342,25 +339,6 @@ def _left_out_section(items: list[LeftOut]) -> list[str]:
             f"<{i.row['url']}> |" for i in items]
     return out
 
-
-def load_reports(folder: Path = ROOT / "docs") -> list[tuple[str, dict[str, Any]]]:
-    """Every gpu-report file in `folder` (REPORTS), as (file name, content) in name order; a ValueError naming a
-    file that is not one, so a broken file stops the page rather than vanishing from it."""
-    from .gpu_report import KIND, VERSION
-
-    found = []
-    for path in sorted(folder.glob(REPORTS)):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path.name}: not a readable JSON file ({exc})") from None
-        if not isinstance(data, dict) or data.get("kind") != KIND or data.get("version") != VERSION:
-            raise ValueError(f"{path.name}: not a version {VERSION} gpu-report file (python -m helpers gpu-report "
-                             "--json writes them)")
-        if not data.get("rows"):
-            raise ValueError(f"{path.name}: a gpu-report file without a measurement: nothing to list")
-        found.append((path.name, data))
-    return found
 
 
 _HOW_TO_RUN = ("On a GPU or a TPU (in Colab: Runtime > Change runtime type > T4 GPU, or a TPU), run "

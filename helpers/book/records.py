@@ -365,11 +365,11 @@ class Present:
 
 def present() -> Present:
     """The accelerators here; RecordError, in one line, when there is none."""
-    from . import gpu_report
+    from . import gpu_report, report_case
 
     try:
-        here = gpu_report.accelerators(purpose="it records the chapters that use one, as they run there")
-    except gpu_report.NoAccelerator as exc:
+        here = report_case.accelerators(purpose="it records the chapters that use one, as they run there")
+    except report_case.NoAccelerator as exc:
         raise RecordError(str(exc)) from None
     kinds = tuple(dict.fromkeys((["GPU"] if here.gpu is not None else [])
                                 + ([here.jax_kind.upper()] if here.jax_kind else [])))

@@ -523,23 +523,29 @@ def _select(names: Sequence[str]) -> list[tuple[int, project.Chapter]]:
     return [by_file[Path(name).name] for name in names] if names else numbered
 
 
+def clone_problem() -> str | None:
+    """Why `python -m helpers notebooks` cannot work here (an installed package, not a clone), or None."""
+    if (ROOT / "notebooks").is_dir():
+        return None
+    return (f"python -m helpers notebooks works on a clone of the repository, with the package installed editable "
+            f"(pip install -e '.[dev]'); {ROOT} is not one")
+
+
 def main(argv: list[str]) -> int:
-    """`python -m helpers notebooks ARGS`: 0 when all is well, 1 when out of step or failing, 2 on bad usage."""
+    """`python -m helpers notebooks ARGS`: 0 when all is well, 1 when out of step or failing, 2 on bad usage.
+
+    `notebooks record` is helpers.book.records' command (the command line sends it there): records uses the
+    upkeep, so the upkeep never calls records."""
     if argv in (["-h"], ["--help"]):
         print(USAGE)
         return 0
-    if not argv or argv[0] not in ("sync", "check", "execute", "record") or (argv[0] == "check" and len(argv) > 1):
+    if not argv or argv[0] not in ("sync", "check", "execute") or (argv[0] == "check" and len(argv) > 1):
         print(USAGE, file=sys.stderr)
         return 2
     command, names = argv[0], argv[1:]
-    if not (ROOT / "notebooks").is_dir():
-        print(f"python -m helpers notebooks works on a clone of the repository, with the package installed "
-              f"editable (pip install -e '.[dev]'); {ROOT} is not one", file=sys.stderr)
+    if (problem := clone_problem()) is not None:
+        print(problem, file=sys.stderr)
         return 2
-    if command == "record":
-        from .records import main as record
-
-        return record(names)
     if command == "check":
         found = problems(ROOT)
         print("\n".join(found) if found else "notebooks in step")

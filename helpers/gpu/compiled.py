@@ -24,7 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import nvrtc
+from . import nvrtc, shared_passes
+from .machine_code import Instruction, Loop, loops, parse
 
 #: The classes of machine instruction the model tells apart, and how each is recognised (the opcode's first word).
 MEMORY = ("LDG", "STG", "LDS", "STS")
@@ -38,39 +39,6 @@ NCU_METRICS = {
     "barriers": "smsp__inst_executed_op_barrier.sum",
 }
 INSTALL_HINT = "pip install nvidia-cuda-nvdisasm (NVIDIA's disassembler, CUDA 13; Linux or Windows, no macOS build)"
-
-
-@dataclass(frozen=True)
-class Instruction:
-    """One machine instruction: its opcode (LDS.U.128, FFMA, ...) and the whole line as the disassembler wrote it."""
-
-    opcode: str
-    text: str
-
-    @property
-    def kind(self) -> str:
-        """The opcode's first word: FFMA, LDS, LDG, BAR, IMAD..."""
-        return self.opcode.split(".", 1)[0]
-
-    @property
-    def width(self) -> int:
-        """Bits a memory instruction moves per thread: 32, 64 or 128 (LDS.U.128 is 128)."""
-        for bits in (128, 64):
-            if f".{bits}" in self.opcode:
-                return bits
-        return 32
-
-
-@dataclass(frozen=True)
-class Loop:
-    """A loop of machine code: the instructions from its label to its backward branch (inner loops included)."""
-
-    start: int
-    end: int  # index of the backward branch
-
-    def contains(self, other: Loop) -> bool:
-        """Whether `other` lies inside this loop (and is not this loop)."""
-        return self.start <= other.start and other.end <= self.end and other != self
 
 
 @dataclass(frozen=True)
@@ -134,39 +102,6 @@ def disassembler_version() -> str | None:
     out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
     found = re.search(r"release (\d+\.\d+)", out)
     return found[1] if found else None
-
-
-_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?P<text>[^;]*);")
-_LABEL = re.compile(r"^(?P<label>\.L_x_\d+):")
-_SECTION = re.compile(r"^\s*\.section\s+\.text\.(?P<name>[^,\s]+)", re.M)
-
-
-def parse(listing: str) -> dict[str, tuple[tuple[Instruction, ...], dict[str, int]]]:
-    """nvdisasm's listing as {kernel: (instructions, {label: index of the instruction it stands before})}."""
-    kernels: dict[str, tuple[tuple[Instruction, ...], dict[str, int]]] = {}
-    parts = _SECTION.split(listing)
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        code: list[Instruction] = []
-        labels: dict[str, int] = {}
-        for line in body.splitlines():
-            if (m := _LABEL.match(line.strip())) is not None:
-                labels[m["label"]] = len(code)
-            elif (m := _LINE.search(line)) is not None:
-                text = " ".join(m["text"].split())
-                words = re.sub(r"^@!?U?P[T\d]+\s+", "", text).split()
-                code.append(Instruction(words[0] if words else "", text))
-        kernels[name] = (tuple(code), labels)
-    return kernels
-
-
-def loops(code: tuple[Instruction, ...], labels: dict[str, int]) -> list[Loop]:
-    """Every loop: a branch back to a label at or before it."""
-    found = []
-    for i, ins in enumerate(code):
-        target = re.search(r"\bBRA\b.*?(\.L_x_\d+)", ins.text) if ins.kind == "BRA" else None
-        if target and labels.get(target[1], i + 1) <= i:
-            found.append(Loop(labels[target[1]], i))
-    return found
 
 
 #: Architectures nvdisasm 13 no longer reads ("CUDA architecture SM70 is deprecated"): their registers come from
@@ -369,8 +304,6 @@ def load_passes(code: tuple[Instruction, ...], found: list[Loop], counters: Any,
     """Shared-memory passes one warp's loads take in the launch `counters` describes, from the machine code
     (helpers.gpu.shared_passes: each load's 32 addresses and NVIDIA's rule), each loop weighted by its runs; None where
     an address cannot be worked out from the code."""
-    from . import shared_passes
-
     dims = (tuple(block) + (1, 1))[:3]
     each = shared_passes.load_passes(code, dims, shared_passes.constant_bank(arch, dims, arguments))  # type: ignore[arg-type]
     if each is None:

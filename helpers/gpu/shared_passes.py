@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .compiled import Instruction, Loop
+from .machine_code import Instruction, Loop
 
 RULE_SOURCE = ("NVIDIA's developer forum, 'Unexpected shared memory bank conflict' "
                "(https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228/2), for compute "
