@@ -18,7 +18,7 @@ from conftest import without_gpu
 from helpers import executor
 from helpers.chapters import kernel_checks
 from helpers.chapters import mandelbrot as mb
-from helpers.executor import cupy_cpu
+from helpers.executor import cupy_cpu, cupy_params
 from helpers.gpu import cuda, nvrtc
 from helpers.measuring import specs, timing, workloads
 from helpers.model import roofline
@@ -41,13 +41,14 @@ def test_the_kernel_files_are_shipped_and_readable() -> None:
 
 
 def test_params_are_read_as_cupy_reads_them() -> None:
-    assert cuda.parse_params("float32 a, raw T x") == [cuda.Param("float32", "a"), cuda.Param("T", "x", raw=True)]
+    assert cupy_params.parse_params("float32 a, raw T x") == [cupy_params.Param("float32", "a"),
+                                                              cupy_params.Param("T", "x", raw=True)]
 
 
 @pytest.mark.parametrize("text", ["float32", "float32 x y", "float32 x,", "float32 2x", "float32 x, int32 x"])
 def test_unreadable_params_say_how_to_write_them(text: str) -> None:
     with pytest.raises(ValueError, match="type name|twice"):
-        cuda.parse_params(text)
+        cupy_params.parse_params(text)
 
 
 def test_the_generated_kernel_binds_every_parameter_to_its_element() -> None:

@@ -56,7 +56,7 @@ def test_the_gpu_kernels_call_does_no_host_work_beyond_its_launch(monkeypatch) -
 
     from test_cuda import FakeCupy
 
-    from helpers.gpu import cuda
+    from helpers.gpu import cuda, sources
 
     fake = FakeCupy()
     fake.emulations["mandelbrot"] = lambda grid, block, counts, *rest: counts.fill(1)
@@ -64,7 +64,7 @@ def test_the_gpu_kernels_call_does_no_host_work_beyond_its_launch(monkeypatch) -
     cuda.raw_kernel.cache_clear()
     mb.mandelbrot_gpu(64, 48)  # the first call may read the file
     monkeypatch.setattr(mb, "fits_in_memory", lambda *a: pytest.fail("a memory check in a GPU call"))
-    monkeypatch.setattr(cuda, "KERNELS", cuda.KERNELS / "nowhere")  # a file read would now fail
+    monkeypatch.setattr(sources, "KERNELS", sources.KERNELS / "nowhere")  # a file read would now fail
     counts = mb.mandelbrot_gpu(64, 48)
     assert counts.shape == (48, 64) and (counts == 1).all()
     cuda.raw_kernel.cache_clear()

@@ -11,7 +11,7 @@ import plotly.io as pio
 import pytest
 
 from helpers.core import style
-from helpers.figures import plots
+from helpers.figures import plots, rooflines
 from helpers.measuring import specs
 from helpers.measuring.hardware import Peak
 from helpers.measuring.timing import Timing, compare
@@ -233,7 +233,7 @@ def test_offline_renderer_by_default_colab_in_colab_and_user_choice_kept(monkeyp
 
 
 def test_point_labels_at_the_same_intensity_go_left_and_right():
-    from helpers.figures.plots import _label_positions
+    from helpers.figures.rooflines import _label_positions
 
     # three axpby-like points share an intensity; two matmul-like points are apart
     points = [(0.25, 4.5), (0.25, 4.4), (0.25, 2.8), (85.0, 180.0), (170.0, 182.0)]
@@ -253,7 +253,7 @@ def test_labels_of_points_close_under_a_roof_go_below_them_so_no_roof_line_cross
     measured = trace(fig, "measured: numpy")
     positions = dict(zip(measured.text, measured.textposition, strict=True))
     assert positions["matmul 512"].startswith("bottom")
-    unmoved = plots._label_positions([(near.intensity, near.gflops), (far.intensity, far.gflops)])[1]
+    unmoved = rooflines._label_positions([(near.intensity, near.gflops), (far.intensity, far.gflops)])[1]
     assert positions["matmul 128"] == unmoved  # far below its roof: placed as usual
     assert fig.data[-1].textposition == "bottom right"  # a prediction sits on its roof
 

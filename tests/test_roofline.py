@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +13,6 @@ from helpers.model import roofline
 
 T4 = specs.get("NVIDIA T4")
 V5E = specs.get("TPU v5e")
-HELPERS = Path(roofline.__file__).parent
 
 
 def test_attainable_below_and_above_the_ridge(cpu):
@@ -186,54 +183,6 @@ def test_a_printed_source_gives_values_and_meanings_not_the_models_internal_name
         assert not [name for name in names if name in cost.source or name in cost.what], cost.source
     least = f"{roofline.TPU_PIPELINED_LEAST.value * 1e6:.3g} µs"
     assert f"from the host's dispatch alone, {least}" in roofline.OVERHEADS["jax_tpu"].source
-
-# --- imports flow one way: notebook -> chapter module -> infrastructure -----------------------------------------
-
-INFRASTRUCTURE = {"backend", "bench", "checks", "claims", "compiled", "cpu", "files", "glossary", "hardware",
-                  "host_calls", "limits", "notice", "nvrtc", "plots", "precision", "progress", "project", "roofline",
-                  "shared_passes", "specs", "style", "timing", "validate", "widgets", "workloads"}
-CHAPTER = {"asynchrony", "choosing", "cuda", "cupy_checked", "cupy_params", "executor", "grid", "kernel_checks",
-           "lessons", "counter_checks", "make_it_fast", "pallas", "mandelbrot", "mlp", "momentum", "sharding",
-           "systolic", "tensor_checks", "tensor_cores", "threads", "training"}
-# The front door and the commands:
-TOOLS = {"__init__", "__main__", "chapter_time", "classroom", "evidence", "gpu_report", "guide", "notebook_file",
-         "prompts", "records", "run_checks", "site", "solutions", "telling", "upkeep"}
-
-
-def _imported(path: Path) -> set[str]:
-    """helpers modules a module imports, at any depth of its code (lazy imports inside functions included)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
-            rest = node.module.removeprefix("helpers").lstrip(".")
-            found |= {rest.split(".")[0]} if rest else {a.name for a in node.names}
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
-            found |= {a.value.split(".")[-1] for a in node.args if isinstance(a, ast.Constant)}
-    return found
-
-
-def test_every_module_has_a_place():
-    modules = {p.stem for p in HELPERS.glob("*.py")} | {p.parent.name for p in HELPERS.glob("*/__init__.py")}
-    assert modules == INFRASTRUCTURE | CHAPTER | TOOLS, "place a new module in INFRASTRUCTURE, CHAPTER or TOOLS"
-
-
-@pytest.mark.parametrize("module", sorted(INFRASTRUCTURE))
-def test_infrastructure_never_imports_a_chapter_module(module):
-    wrong = _imported(HELPERS / f"{module}.py") & CHAPTER
-    assert not wrong, f"helpers/{module}.py imports chapter module(s) {sorted(wrong)}: move the shared code down"
-
-
-def test_the_model_imports_no_drawing():
-    assert not _imported(HELPERS / "roofline.py") & {"plots", "style", "widgets"}
-
-
-def test_the_import_check_sees_lazy_imports(tmp_path):
-    planted = tmp_path / "planted.py"
-    planted.write_text("def f():\n    from .training import x\n    from . import systolic\n")
-    assert _imported(planted) == {"training", "systolic"}
-
 
 # --- decide: the model as a choice between devices -------------------------------------------------------------
 

@@ -11,13 +11,14 @@ import os
 import re
 import shutil
 import subprocess
+from html import escape
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from helpers.__main__ import main
-from helpers.book import records, site
+from helpers.book import architecture, records, site
 from helpers.core.project import CHAPTERS
 from helpers.learning import glossary
 
@@ -76,10 +77,13 @@ def test_the_book_has_every_chapter_the_map_and_the_guide_and_fetches_nothing(bo
     assert sum(_display_math(c.file) for c in CHAPTERS) > 0  # chapter 06's Amdahl formula, at least
     guide = (book / "teaching.html").read_text()
     assert re.search(r"<h1[^>]*>Teaching with From Loops to TPUs<", guide)
-    assert 'href="teaching.html"' in index and 'href="glossary.html"' in index
+    assert all(f'href="{page}.html"' in index for page in ("teaching", "glossary", "architecture"))
     entries = (book / "glossary.html").read_text()
     assert all(f'<h2 id="{t.anchor}">' in entries for t in glossary.TERMS)
-    for page in (index, guide, entries):  # in the chapters' look: nbconvert's lab page, the same navigation
+    plan = (book / "architecture.html").read_text()  # the picture docs/architecture.md opens with
+    picture = architecture.diagram(architecture.subpackages())
+    assert all(escape(line) in plan for line in picture.splitlines()) and "may import" in plan
+    for page in (index, guide, entries, plan):  # in the chapters' look: nbconvert's lab page, the same navigation
         assert 'class="jp-RenderedHTMLCommon' in page and page.count('class="book-nav"') == 2
         assert site.STYLE in page and "<math" not in page  # the guide's dollar amounts stay dollar amounts
     assert f'<a href="{site._page(CHAPTERS[0].file)}">{CHAPTERS[0].title} &rarr;</a>' in index

@@ -2,5 +2,7 @@
 (classroom), the teacher guide (guide, chapter_time), recorded runs and the rules they are held to (records,
 run_checks, solutions), the evidence pages (evidence, gpu_report) and keeping notebooks in step (upkeep).
 
-It may import every sub-package; nothing imports it but the command line (helpers.__main__).
+It may import helpers.core, helpers.measuring, helpers.model, helpers.learning, helpers.executor, helpers.gpu,
+helpers.tpu, helpers.figures and helpers.chapters: every other sub-package. Nothing imports it but the command line
+(helpers.__main__).
 """

@@ -2,9 +2,9 @@
 
 Every chapter from its stored outputs, with navigation; figures stay interactive (plotly.js is copied into DIR,
 no CDN); the chapters' math is MathML, drawn by the browser itself (no MathJax); the set-up cell is folded under
-a one-line summary; the chapter map is the index; the teacher guide and the glossary are pages of their own, all
-in the chapters' look. `python -m http.server` in DIR serves it. Needs the `dev` extra (nbconvert, latex2mathml);
-refuses to write into the repository's own folders.
+a one-line summary; the chapter map is the index; the teacher guide, the glossary and the helpers' plan are
+pages of their own, all in the chapters' look. `python -m http.server` in DIR serves it. Needs the `dev` extra
+(nbconvert, latex2mathml); refuses to write into the repository's own folders.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..core.files import output_folder, read_small_file, replace_file
 from ..core.notebook_file import NotebookFileError, read_notebook
 from ..core.project import CHAPTERS, ROOT, TIME_NOTE
 from ..learning import glossary
-from . import records
+from . import architecture, records
 from .upkeep import PLOTLY
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -193,7 +193,8 @@ def index_html(recorded: str = "") -> str:
         f"<table><tr><th>#</th><th>Chapter</th><th>What you get</th><th>Time</th></tr>{rows}</table>"
         f"<p>{escape(TIME_NOTE)}</p>{recorded}"
         '<p>Teaching with it? <a href="teaching.html">The teacher guide</a>. A word you do not know? '
-        '<a href="glossary.html">The glossary</a>.</p>'), _nav(-1))
+        '<a href="glossary.html">The glossary</a>. How the helpers are built? <a href="architecture.html">Their '
+        'plan</a>.</p>'), _nav(-1))
 
 
 def guide_html(text: str) -> str:
@@ -206,6 +207,13 @@ def glossary_html() -> str:
     entries = "".join(f'<h2 id="{t.anchor}">{escape(t.name)}</h2><p>{escape(t.definition)}</p>'
                       for t in glossary.TERMS)
     return _text_page("Glossary", f"<h1>Glossary</h1>{entries}", _nav())
+
+
+def architecture_html() -> str:
+    """The helpers' plan (the sub-packages, the picture and the rules) as a page: the section docs/architecture.md
+    opens with, made from the same docstrings."""
+    body = architecture.section().replace(architecture.START, "").replace(architecture.END, "")
+    return _text_page("How the helpers are built", f"# How the helpers are built\n\n{body}", _nav())
 
 
 def recorded_page(notebook: str, run: records.Run) -> str:
@@ -325,7 +333,7 @@ def build(folder: str | Path, force: bool = False, source: Path = NOTEBOOKS, run
     pages = {_page(chapter.file): _linked(chapter_html(source / chapter.file, index), chapter.file, latest)
              for index, chapter in enumerate(CHAPTERS)}  # every chapter read and drawn before the first is written
     pages |= {"index.html": index_html(recorded_index(latest)), "teaching.html": guide_html(_guide()),
-              "glossary.html": glossary_html()}
+              "glossary.html": glossary_html(), "architecture.html": architecture_html()}
     written = [folder / "plotly.min.js"]
     replace_file(written[0], (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
     written += _recorded_pages(folder, latest)
