@@ -1,7 +1,7 @@
 // Chapter 07's tensor-core rungs: C = A @ B for n x n row-major matrices, A and B in half precision (fp16), the
 // sums in float32, through WMMA (nvcuda::wmma, <mma.h>): a warp hands a 16 x 16 x 16 product to the tensor cores
-// in one call. helpers/tensor_cores.py holds how each is launched; n must be a multiple of the block's tile of C
-// (64), as in the published tutorials, and the launcher refuses other sizes.
+// in one call. helpers/chapters/tensor_cores.py holds how each is launched; n must be a multiple of the block's tile
+// of C (64), as in the published tutorials, and the launcher refuses other sizes.
 #include <mma.h>
 #include <cuda_fp16.h>
 

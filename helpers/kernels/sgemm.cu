@@ -1,5 +1,5 @@
 // Chapter 07's ladder: C = A @ B for n x n row-major float32 matrices (SGEMM), seven kernels, each one step
-// faster than the one before. helpers/make_it_fast.py holds how each is launched (its grid and block); the
+// faster than the one before. helpers/chapters/make_it_fast.py holds how each is launched (its grid and block); the
 // chapter reads every kernel from here. Rungs 1 to 3 take any n; rungs 4 to 7 assume n is a multiple of their
 // block's tile of C (64 or 128), as the published worklogs' kernels do, and their launcher refuses other sizes.
 
