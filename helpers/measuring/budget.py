@@ -52,4 +52,3 @@ def set_timing_budget(seconds: float) -> float:
 def timing_budget() -> float:
     """The seconds of repeated timing a benchmark aims for when no `budget=` is given."""
     return _budget
-

@@ -118,4 +118,3 @@ def _busy_cause(fn: Callable[..., Any], args: tuple[Any, ...], flops: float, rat
                 "OPENBLAS_NUM_THREADS=k before Python starts, then rerun.")
     return (f"Measured: with the BLAS on one thread it ran at {alone / 1e9:,.3g} GFLOP/s, no faster, so another "
             f"program held the cores ({running}). Close other programs or wait for them to finish, then rerun.")
-

@@ -97,4 +97,3 @@ def _jax_matmul_roofs(fn: Callable[..., Any], args: tuple[Any, ...],
     if not dots:
         return frozenset(), "no matmul in the traced call: the CUDA cores' float32 roof"
     return frozenset(roofs), f"{dots} matmul{'s' * (dots > 1)} in the traced call, on {', '.join(sorted(roofs))}"
-

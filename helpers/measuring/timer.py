@@ -271,5 +271,3 @@ def time_without_sync(fn: Callable[..., Any], *args: Any, repeats: int = 20, max
                 times.append(clock() - t0)
                 _backends.sync_each(out, _backends.backends_in(out))  # after the clock: the launch alone was timed
     return float(np.median(times))
-
-
