@@ -32,11 +32,12 @@ __all__ = [
 #: plotly and ipywidgets are slow to import (seconds on a small machine) and the command line never needs them.
 _LAZY = {"asynchrony": "chapters", "checks": "learning", "choosing": "chapters", "counter_checks": "chapters",
          "cpu": "measuring", "cuda": "gpu", "evidence": "book", "glossary": "learning", "grid": "gpu",
-         "kernel_checks": "chapters", "lessons": "learning", "make_it_fast": "chapters", "mandelbrot": "chapters",
-         "mlp": "chapters", "momentum": "chapters", "nvrtc": "gpu", "pallas": "tpu", "plots": "figures",
-         "precision": "measuring", "project": "core", "roofline": "model", "sharding": "tpu", "specs": "measuring",
-         "systolic": "tpu", "tensor_checks": "chapters", "tensor_cores": "chapters", "threads": "measuring",
-         "training": "chapters", "widgets": "figures", "workloads": "measuring"}
+         "host_calls": "measuring", "kernel_checks": "chapters", "lessons": "learning", "make_it_fast": "chapters",
+         "mandelbrot": "chapters", "mlp": "chapters", "momentum": "chapters", "nvrtc": "gpu", "pallas": "tpu",
+         "plots": "figures", "precision": "measuring", "project": "core", "roofline": "model", "sharding": "tpu",
+         "specs": "measuring", "systolic": "tpu", "tensor_checks": "chapters", "tensor_cores": "chapters",
+         "threads": "measuring", "timing": "measuring", "training": "chapters", "widgets": "figures",
+         "workloads": "measuring"}
 
 
 def __getattr__(name: str) -> object:

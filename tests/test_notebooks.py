@@ -394,6 +394,14 @@ def test_helper_modules_are_reached_only_through_h(file: str) -> None:
 
 
 @pytest.mark.parametrize("file", FILES)
+def test_every_helper_module_a_chapter_names_is_reached_through_h(file: str) -> None:
+    """Each `h.<module>.x` a chapter's code writes finds its module (helpers._LAZY names the sub-package it is in)."""
+    named = {name for _, line in _code_lines(file) for name in re.findall(r"\bh\.([a-z_]\w*)\.", line)}
+    missing = sorted(name for name in named if not hasattr(helpers, name))
+    assert not missing, f"notebooks/{file} reaches h.{', h.'.join(missing)}: add each to helpers._LAZY"
+
+
+@pytest.mark.parametrize("file", FILES)
 def test_timing_budget_is_set_once_before_the_first_timing(file: str) -> None:
     """h.set_timing_budget(seconds) once, before the first h.benchmark or h.workloads.measure; no BUDGET passed
     around (a call that needs another budget says why, with a literal budget=)."""

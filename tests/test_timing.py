@@ -18,7 +18,7 @@ from conftest import FakeClock, scripted, without_gpu
 
 from helpers.core import backend
 from helpers.core.backend import BackendUnavailable
-from helpers.measuring import specs, timing, workloads
+from helpers.measuring import disturbed, judging_peak, specs, timing, workloads
 from helpers.measuring.hardware import Accelerator, Hardware, Peak
 from helpers.measuring.timing import NoisyTimingWarning, Timing, benchmark, compare, format_fraction, format_seconds
 
@@ -38,7 +38,7 @@ class _FakeHardware:
 def fake_roof(monkeypatch):
     """benchmark() judges against a known roof (100 GFLOP/s, 50 GB/s) instead of this machine's CPU."""
     hw = _FakeHardware()
-    monkeypatch.setattr(timing, "hardware", lambda: hw)
+    monkeypatch.setattr(judging_peak, "hardware", lambda: hw)
     return hw
 
 
@@ -448,8 +448,8 @@ def test_real_numpy_and_python_benchmarks():
 def on_an_a100(monkeypatch, fake_cpu):
     """benchmark() judges JAX work as if it had run on an A100 (float32 19.5, TF32 156, BF16 312 TFLOP/s)."""
     a100 = Accelerator("gpu", "NVIDIA A100-SXM4-40GB", "cupy", 40e9, 108, specs.lookup("NVIDIA A100-SXM4-40GB"))
-    monkeypatch.setattr(timing, "hardware", lambda: Hardware(fake_cpu, (a100,), "gpu", "local"))
-    monkeypatch.setattr(timing, "_device_kind", lambda backend, tree: "gpu" if backend == "jax" else "cpu")
+    monkeypatch.setattr(judging_peak, "hardware", lambda: Hardware(fake_cpu, (a100,), "gpu", "local"))
+    monkeypatch.setattr(judging_peak, "_device_kind", lambda backend, tree: "gpu" if backend == "jax" else "cpu")
 
 
 A = jnp.full((16, 16), 0.5, jnp.float32)
@@ -540,7 +540,7 @@ def test_a_precision_not_known_here_is_judged_by_the_highest_roof(on_an_a100, mo
     def unknown(precision):
         raise ValueError("not known")
 
-    monkeypatch.setattr(timing, "jax_dot_roof", unknown)
+    monkeypatch.setattr(judging_peak, "jax_dot_roof", unknown)
     peak = _roof(lambda a: a @ a, A)
     assert peak.flops == pytest.approx(312e12)  # never a lower roof than the matmul may reach
     assert "no roof on file for unknown: judged by the highest" in peak.source
@@ -550,11 +550,11 @@ def test_the_call_is_traced_only_where_the_roof_depends_on_it(monkeypatch, fake_
     def must_not_trace(fn, args):
         raise AssertionError("traced")
 
-    monkeypatch.setattr(timing, "_jax_matmul_roofs", must_not_trace)
+    monkeypatch.setattr(judging_peak, "_jax_matmul_roofs", must_not_trace)
     assert benchmark(np.matmul, np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), budget=0.01).peak
     assert _roof(lambda a: a @ a, A.astype(jnp.bfloat16)).flops == pytest.approx(312e12)  # bf16: no TF32 question
     t4 = Accelerator("gpu", "Tesla T4", "cupy", 16e9, 40, specs.lookup("Tesla T4"))
-    monkeypatch.setattr(timing, "hardware", lambda: Hardware(fake_cpu, (t4,), "gpu", "local"))
+    monkeypatch.setattr(judging_peak, "hardware", lambda: Hardware(fake_cpu, (t4,), "gpu", "local"))
     assert _roof(lambda a: a @ a, A).flops == pytest.approx(8.1e12)  # no TF32 on a T4
 
 
@@ -774,8 +774,8 @@ def _at_rate(rate, flops=2 * BUSY_N**3):
 @pytest.fixture
 def calibrated(monkeypatch, fake_roof):
     """This process calibrated one core at ONE_CORE FLOP/s and has not warned of a busy machine yet."""
-    monkeypatch.setattr(timing, "calibrated_blas_flops", lambda: ONE_CORE)
-    monkeypatch.setattr(timing, "_busy_warned", False)
+    monkeypatch.setattr(disturbed, "calibrated_blas_flops", lambda: ONE_CORE)
+    monkeypatch.setattr(disturbed, "_busy_warned", False)
 
 
 def _busy_warnings(caught) -> list[str]:
@@ -876,7 +876,7 @@ def test_without_a_calibration_in_this_process_nothing_is_judged_or_calibrated(m
     detections = []
     fake = dataclasses.replace(fake_cpu, blas_fp32_this_run=ONE_CORE)
     monkeypatch.setattr(cpu, "cpu_info", lru_cache(maxsize=1)(lambda: detections.append(1) or fake))
-    monkeypatch.setattr(timing, "_busy_warned", False)
+    monkeypatch.setattr(disturbed, "_busy_warned", False)
     a, b = _matmul_inputs()
     with warnings.catch_warnings():
         warnings.simplefilter("error", timing.BusyMachineWarning)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import without_gpu
 
-from helpers.chapters import mlp, training
+from helpers.chapters import epochs, mlp, trainers, training, xla_step
 from helpers.core import backend
 from helpers.measuring import host_calls, specs
 from helpers.measuring.hardware import Peak
@@ -60,9 +60,10 @@ def test_numpy_jax_and_scan_follow_the_same_losses(data: mlp.Digits, small_order
 def test_cupy_trainer_runs_the_numpy_step_through_the_array_module(data: mlp.Digits, small_order: np.ndarray,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # No GPU here: NumPy stands in for CuPy behind the two names the trainer moves data and finds its module by.
-    monkeypatch.setattr(training, "array_module", lambda name: np if name == "cupy" else backend.array_module(name))
-    monkeypatch.setattr(training, "to_backend",
-                        lambda x, name: backend.to_backend(x, "numpy" if name == "cupy" else name))
+    monkeypatch.setattr(trainers, "array_module", lambda name: np if name == "cupy" else backend.array_module(name))
+    for module in (trainers, epochs):
+        monkeypatch.setattr(module, "to_backend",
+                            lambda x, name: backend.to_backend(x, "numpy" if name == "cupy" else name))
     tr = training.trainer("cupy", 0.2)
     assert (tr.label, tr.backend) == ("CuPy", "cupy")
     cupy_run = training.train(tr, data, mlp.init_params(), small_order)
@@ -180,9 +181,9 @@ ENTRY %main.5 (x: f32[8], w: f32[8,8]) -> (f32[8], f32[8]) {
   ROOT %call = (f32[8]{0}, f32[8]{0}) call(%copy, %w), to_apply=%command_buffer
 }
 """
-    assert training._kernels_in(text) == {"fusion": 1, "custom-call": 1, "copy": 1}
+    assert xla_step._kernels_in(text) == {"fusion": 1, "custom-call": 1, "copy": 1}
     with pytest.raises(ValueError, match="no ENTRY computation"):
-        training._kernels_in("HloModule m")
+        xla_step._kernels_in("HloModule m")
 
 
 def test_each_prediction_is_the_roofline_sum_it_is_defined_as() -> None:

@@ -18,8 +18,10 @@ from typing import Any, TextIO
 from ..core.backend import ARRAY_BACKENDS, backends, require_usable
 from ..core.validate import available_memory
 from . import workloads
+from .disturbed import spread_shown
+from .formats import format_fraction, format_seconds
 from .hardware import Hardware, hardware
-from .timing import NOISY_SPREAD, Timing, format_fraction, format_seconds, spread_shown
+from .record import NOISY_SPREAD, Timing
 
 #: Backend names as the bench shows them: Python loops are 'loops' (the rest of the package says 'python').
 NAMES = ("loops", *ARRAY_BACKENDS)

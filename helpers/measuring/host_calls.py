@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.backend import backends
 from ..core.validate import positive_int
+from .formats import format_seconds
 
 #: Calls in one timed batch, and batches (the best one counts: the least disturbed).
 CALLS, BATCHES = 500, 5
@@ -136,8 +137,6 @@ class HostCalls:
         return None if self.cupy is None else self.cupy[kind]
 
     def __str__(self) -> str:
-        from .timing import format_seconds
-
         cupy = "no GPU for CuPy" if self.cupy is None else "CuPy calls " + ", ".join(
             f"{kind} {format_seconds(seconds)}" for kind, seconds in self.cupy.items())
         return (f"measured on this host: {cupy}; a jitted JAX call with {self.arrays[0]} arrays in and "

@@ -18,7 +18,8 @@ from typing import Any
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from ..core.validate import positive_int
-from .timing import Timing, benchmark
+from .record import Timing
+from .timer import benchmark
 
 _NAMES = {"openblas": "OpenBLAS", "mkl": "Intel MKL", "blis": "BLIS", "accelerate": "Apple Accelerate"}
 
