@@ -217,7 +217,7 @@ def _run_setup_on_colab(monkeypatch: pytest.MonkeyPatch, installed: bool) -> lis
     calls: list[object] = []
     output = types.SimpleNamespace(enable_custom_widget_manager=lambda: calls.append("widgets"))
     monkeypatch.setitem(sys.modules, "google.colab", types.SimpleNamespace(output=output))
-    ours = _Distribution(Path(upkeep.__file__).resolve().parent.parent)  # the helpers these tests import
+    ours = _Distribution(project.PACKAGE.parent)  # the helpers these tests import: the folder above helpers/
 
     def distribution(name: str) -> _Distribution:
         assert name == project.DISTRIBUTION, "the set-up cell must look for the distribution, not a module"
