@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -367,3 +369,105 @@ def test_a_pageable_copy_goes_no_faster_than_the_host_copies_memory():
     assert fast_host == published  # a host that copies faster than the link leaves the link's rate
     assert roofline.predict_copy_seconds("NVIDIA H200", nbytes, memory="pinned", host_bandwidth=1e9) == (
         roofline.predict_copy_seconds("NVIDIA H200", nbytes, memory="pinned"))  # pinned memory is not staged
+
+
+# --- the surface and its parts: roofline re-exports every public name; the parts import down, never in a cycle ----
+
+MODEL = Path(roofline.__file__).parent
+PARTS = sorted(p.stem for p in MODEL.glob("*.py") if p.stem not in ("__init__", "roofline"))
+#: What a part of the model may import from helpers: the layers below it, and the other parts.
+MODEL_MAY_IMPORT = ("helpers.core", "helpers.measuring", "helpers.model.")
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a module binds at its top level by its own definitions (not by importing them)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def _helpers_imports(path: Path) -> set[str]:
+    """The helpers modules a module of helpers.model imports, anywhere in it (in functions, under TYPE_CHECKING),
+    as absolute names (a relative import resolved against helpers.model; plain `import x` of a third party kept)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = ["helpers", "model"][:3 - node.level] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found |= {module} if node.module else {f"{module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+def test_the_surface_holds_no_code_and_names_every_public_name_of_the_parts():
+    surface = MODEL / "roofline.py"
+    assert _defined(surface) == {"__all__"}, "roofline.py re-exports; the code lives in the parts"
+    public = {name: part for part in PARTS for name in _defined(MODEL / f"{part}.py") if not name.startswith("_")}
+    assert set(roofline.__all__) == set(public), "every public name of a part, and nothing else, is on the surface"
+    assert len(roofline.__all__) == len(set(roofline.__all__))
+    for name, part in public.items():
+        module = importlib.import_module(f"helpers.model.{part}")
+        assert getattr(roofline, name) is getattr(module, name), name
+
+
+def test_every_roofline_name_the_notebooks_and_helpers_use_is_on_the_surface():
+    root = MODEL.parents[1]
+    sources = [*root.glob("notebooks/*.ipynb"), *(p for p in root.glob("helpers/**/*.py") if p.parent != MODEL)]
+    used = {name for p in sources for name in re.findall(r"\broofline\.([A-Za-z_]\w*)", p.read_text())}
+    assert {"predict_seconds", "decide", "predict_kernel", "OVERHEADS"} <= used  # the search finds them
+    missing = sorted(name for name in used - {"py"} if not hasattr(roofline, name))
+    assert not missing, f"h.roofline.{missing[0]} is used but no part of the model defines it"
+
+
+def test_the_parts_import_only_core_measuring_and_each_other_and_never_the_surface():
+    for part in PARTS:
+        imported = {m for m in _helpers_imports(MODEL / f"{part}.py") if m.startswith("helpers")}
+        wrong = {m for m in imported if not m.startswith(MODEL_MAY_IMPORT) or m == "helpers.model.roofline"}
+        assert not wrong, f"helpers/model/{part}.py imports {sorted(wrong)}"
+        third = {m.split(".")[0] for m in _helpers_imports(MODEL / f"{part}.py") if not m.startswith("helpers")}
+        assert third <= {"__future__", "collections", "dataclasses", "typing", "numpy"}, (part, third)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of `graph` (each node to the nodes it imports), or [] when there is none."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        if node in path:
+            return path[path.index(node):] + [node]
+        if node in done:
+            return []
+        for nxt in sorted(graph.get(node, ())):
+            found = visit(nxt, [*path, node])
+            if found:
+                return found
+        done.add(node)
+        return []
+
+    return next((c for c in (visit(n, []) for n in sorted(graph)) if c), [])
+
+
+def test_no_import_cycle_among_the_parts_counting_imports_in_functions_and_under_type_checking():
+    graph = {f"helpers.model.{p}": {m for m in _helpers_imports(MODEL / f"{p}.py") if m.startswith("helpers.model.")}
+             for p in PARTS}
+    assert graph["helpers.model.decision"] >= {"helpers.model.seconds", "helpers.model.copies"}  # the walk sees them
+    assert not _cycle(graph)
+
+
+def test_the_import_walk_sees_a_planted_cycle_in_a_function_and_under_type_checking(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .roofs import Roofs\n"
+                       "def f():\n    from ..gpu import cuda\n    from . import roofline\n")
+    assert _helpers_imports(planted) == {"typing", "helpers.model.roofs", "helpers.gpu", "helpers.model.roofline"}
+    graph = {"helpers.model.roofs": {"helpers.model.costs"}, "helpers.model.costs": {"helpers.model.planted"},
+             "helpers.model.planted": {"helpers.model.roofs"}}
+    assert _cycle(graph) == ["helpers.model.costs", "helpers.model.planted", "helpers.model.roofs",
+                             "helpers.model.costs"]
+    assert not _cycle({"a": {"b"}, "b": {"c"}, "c": set()})
