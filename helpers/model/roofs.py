@@ -133,6 +133,7 @@ def attainable(device: Device, intensity: float, dtype: str = "float32") -> floa
 
 
 def _gpu_spec(device: Device) -> tuple[specs.DeviceSpec, specs.SMLimits]:
+    """The published spec of a GPU (or of its name) and the limits of one of its SMs."""
     spec = published_spec(device if isinstance(device, str | specs.DeviceSpec) else str(device))
     return spec, specs.sm_limits(spec)
 
