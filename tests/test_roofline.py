@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib
+import re
+from pathlib import Path
 
 import pytest
 
+from helpers.book import architecture
 from helpers.measuring import specs
 from helpers.measuring.cpu import Sourced
 from helpers.measuring.hardware import Peak
@@ -316,3 +321,50 @@ def test_a_pageable_copy_goes_no_faster_than_the_host_copies_memory():
     assert fast_host == published  # a host that copies faster than the link leaves the link's rate
     assert roofline.predict_copy_seconds("NVIDIA H200", nbytes, memory="pinned", host_bandwidth=1e9) == (
         roofline.predict_copy_seconds("NVIDIA H200", nbytes, memory="pinned"))  # pinned memory is not staged
+
+
+# --- the surface and its parts: roofline re-exports every public name of the parts ---------------------------------
+
+MODEL = Path(roofline.__file__).parent
+PARTS = sorted(p.stem for p in MODEL.glob("*.py") if p.stem not in ("__init__", "roofline"))
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a module binds at its top level by its own definitions (not by importing them)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_the_surface_holds_no_code_and_names_every_public_name_of_the_parts():
+    surface = MODEL / "roofline.py"
+    assert _defined(surface) == {"__all__"}, "roofline.py re-exports; the code lives in the parts"
+    public = {name: part for part in PARTS for name in _defined(MODEL / f"{part}.py") if not name.startswith("_")}
+    assert set(roofline.__all__) == set(public), "every public name of a part, and nothing else, is on the surface"
+    assert len(roofline.__all__) == len(set(roofline.__all__))
+    for name, part in public.items():
+        module = importlib.import_module(f"helpers.model.{part}")
+        assert getattr(roofline, name) is getattr(module, name), name
+
+
+def test_every_roofline_name_the_notebooks_and_helpers_use_is_on_the_surface():
+    root = MODEL.parents[1]
+    sources = [*root.glob("notebooks/*.ipynb"), *(p for p in root.glob("helpers/**/*.py") if p.parent != MODEL)]
+    used = {name for p in sources for name in re.findall(r"\broofline\.([A-Za-z_]\w*)", p.read_text())}
+    assert {"predict_seconds", "decide", "predict_kernel", "OVERHEADS"} <= used  # the search finds them
+    missing = sorted(name for name in used - {"py"} if not hasattr(roofline, name))
+    assert not missing, f"h.roofline.{missing[0]} is used but no part of the model defines it"
+
+
+def test_the_parts_never_import_the_surface():
+    """The parts import each other (and core and measuring: tests/test_architecture.py holds the model to its
+    rule); only code outside the model goes through roofline."""
+    graph = architecture.graph()
+    for part in PARTS:
+        assert "helpers.model.roofline" not in graph[f"helpers.model.{part}"], part
