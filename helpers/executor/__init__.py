@@ -10,12 +10,12 @@ them), `counters` (what a launch did, warp by warp), `arguments` (a launch's sha
 (translate once, launch many times). helpers.cupy_cpu puts CuPy's face on it.
 """
 
-from .arguments import MAX_BLOCK_THREADS, MAX_LAUNCH_THREADS, WARP_SIZE, check_launch
+from .arguments import MAX_BLOCK_THREADS, MAX_LAUNCH_THREADS, WARP_SIZE
 from .c_types import CType
 from .counters import Counters
 from .front import CudaCError, UnsupportedSyntax, kernel_names
 from .memory import KernelFault
-from .program import Launch, Program
+from .program import Launch, Program, check_launch
 
 __all__ = ["MAX_BLOCK_THREADS", "MAX_LAUNCH_THREADS", "WARP_SIZE", "CType", "Counters", "CudaCError", "KernelFault",
            "Launch", "Program", "UnsupportedSyntax", "check_launch", "kernel_names"]
