@@ -1220,9 +1220,7 @@ class Translator:
         if fn.kernel:
             raise UnsupportedSyntax(f"calling the kernel {fn.name} from a kernel (dynamic parallelism)", line)
         if len(args) < len(fn.params):
-            from .unit import default_arguments  # the unit translates through this module
-
-            args = [*args, *default_arguments(self.unit, fn.name, len(args), len(fn.params), line)]
+            args = [*args, *self.unit.default_arguments(fn.name, len(args), len(fn.params), line)]
         self.arity(fn.name, args, len(fn.params), line)
         converted = [structs.initial(self, a.init, t, line) if isinstance(a, c_ast.CompoundLiteral) and
                      structs.value(t) else self.convert(a, t, line) for a, (_, t) in zip(args, fn.params, strict=True)]
