@@ -13,8 +13,8 @@ them), `counters` (what a launch did, warp by warp), `arguments` (a launch's sha
 from .arguments import MAX_BLOCK_THREADS, MAX_LAUNCH_THREADS, WARP_SIZE
 from .c_types import CType
 from .counters import Counters
+from .errors import KernelFault
 from .front import CudaCError, UnsupportedSyntax, kernel_names
-from .memory import KernelFault
 from .program import Launch, Program, check_launch
 
 __all__ = ["MAX_BLOCK_THREADS", "MAX_LAUNCH_THREADS", "WARP_SIZE", "CType", "Counters", "CudaCError", "KernelFault",

@@ -15,8 +15,8 @@ from ..core.validate import flag
 from .arguments import MAX_BLOCK_THREADS
 from .cupy_arrays import MAX_ELEMENTS, describe, empty
 from .cupy_params import C_TYPES, Param, parse_params
+from .errors import KernelFault
 from .front import CudaCError
-from .memory import KernelFault
 from .program import Program
 from .runtime import MAX_STEPS
 

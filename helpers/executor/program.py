@@ -23,8 +23,9 @@ from ..core.validate import positive_int
 from . import groups, warp, wmma
 from .arguments import MAX_LAUNCH_THREADS, arguments, dynamic_shared_bytes, executor_shape, launch_shape
 from .counters import WARP, Counters
+from .errors import KernelFault
 from .front import CudaCError
-from .memory import KernelFault, allocations, constant_pointer
+from .memory import allocations, constant_pointer
 from .runtime import BATCH_LANES, MAX_STEPS, Lanes, namespace
 from .translate import TOO_DEEP, Function
 from .unit import translate_unit
