@@ -27,7 +27,8 @@ from .errors import KernelFault
 from .front import CudaCError
 from .memory import allocations, constant_pointer
 from .runtime import BATCH_LANES, MAX_STEPS, Lanes, namespace
-from .translate import TOO_DEEP, Function
+from .scopes import Function
+from .translate import TOO_DEEP
 from .unit import translate_unit
 
 Path = list[tuple[int, bool]]

@@ -14,7 +14,8 @@ from .c_types import DTYPES, CType, is_int, type_name
 from .cxx import TemplateParam, split_arguments
 from .errors import CudaCError, UnsupportedSyntax
 from .front import PRELUDE_TYPES, parse
-from .translate import TOO_DEEP, Function, Translator, Var
+from .scopes import Function, Var
+from .translate import TOO_DEEP, Translator
 
 #: The constant memory a kernel may use: 64 KB on every NVIDIA GPU (CUDA C++ Programming Guide, "Device Memory
 #: Accesses", and the compute capabilities' table).
