@@ -364,7 +364,7 @@ class Translator(Calls):
                 values.append(self.convert(item, CType(ctype.name), line))
         return values + ["0"] * (math.prod(ctype.dims) - len(values))
 
-    # -------------------------------------------------------------------- expressions with side effects
+    # -------------------------------------------------------------------- assignments
 
     def side_effects(self, node: c_ast.Node, line: int | None) -> list[str]:
         """Statements for an expression evaluated for its effect (an assignment, ++, a call)."""
@@ -472,8 +472,6 @@ def _addressed(body: c_ast.Node) -> set[str]:
 
     _Visitor().visit(body)
     return found
-
-
 
 
 #: What a kernel nested past Python's limits is told (the parser, the translation and Python's compiler all
