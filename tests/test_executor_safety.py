@@ -48,7 +48,7 @@ _FORBIDDEN_EVENTS = ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.f
                      "builtins.input", "code.__new__", "pickle.find_class", "cpython.run_",
                      "function.__new__")
 #: Names no exec'd code may use: the translation (filename <kernel>) and the constant folding of an array's size
-#: (translate's known(), <string>) run only the executor's own words and the source's names, escaped.
+#: (the translator's known(), <string>) run only the executor's own words and the source's names, escaped.
 _DANGEROUS_NAMES = {"__import__", "exec", "eval", "compile", "open", "getattr", "setattr", "globals", "locals",
                     "vars", "input", "breakpoint", "os", "sys", "system", "__class__", "__subclasses__",
                     "__globals__", "__builtins__", "__code__", "__dict__", "__bases__", "__mro__"}

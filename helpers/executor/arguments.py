@@ -3,7 +3,6 @@ has, and each argument against its parameter's C type (what CuPy would pass sile
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,33 +111,6 @@ def _array(where: str, ctype: CType, want: np.dtype, per: int, arg: Any, run: bo
 def _device_array(arg: Any) -> bool:
     """Whether `arg` looks like an array on a GPU (CuPy's): a dtype, a shape and contiguity flags."""
     return not isinstance(arg, np.generic) and all(hasattr(arg, a) for a in ("dtype", "shape", "flags"))
-
-
-def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[Any],
-                 name_expressions: Sequence[str] = ()) -> None:
-    """Raise, with the executor's message, what a launch of kernel `name` of `source` with these arguments would
-    get wrong on a GPU (a block over 1024 threads, a Python int for an int, an array of the wrong dtype), so a
-    GPU launch is refused as the CPU executor would refuse it. CUDA C outside the executor's subset is not
-    checked here (CuPy, its compiler and the driver check what they can)."""
-    if not isinstance(source, str):
-        raise TypeError(f"source must be the kernel's CUDA C, a string; got {type(source).__name__} {source!r:.40}")
-    for what, dims in (("grid", grid), ("block", block)):
-        if not isinstance(dims, tuple):
-            raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
-    try:
-        program = _program(source, tuple(name_expressions))
-    except CudaCError:  # outside the executor's subset (or not C): CuPy's compiler will say what it sees
-        return
-    params = program.params(name)
-    launch_shape(grid, block)
-    arguments(name, params, args, run=False)
-
-
-@functools.lru_cache(maxsize=64)
-def _program(source: str, name_expressions: tuple[str, ...]) -> Any:
-    from .program import Program  # the program module launches through this one
-
-    return Program(source, name_expressions)
 
 
 def _scalar(where: str, ctype: CType, want: np.dtype, arg: Any) -> Any:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.validate import flag
 from .arguments import MAX_LAUNCH_THREADS as MAX_ELEMENTS
+from .cupy_elementwise import ElementwiseKernel
 from .cupy_params import C_TYPES
 from .program import Program
 from .runtime import MAX_STEPS
@@ -42,8 +43,6 @@ class ReductionKernel:
                 raise ValueError(f"{what} must be a non-empty string of CUDA C, as in CuPy's l2norm example "
                                  "ReductionKernel('T x', 'T y', 'x * x', 'a + b', 'y = sqrt(a)', '0', 'l2norm'); "
                                  f"got {text!r:.40}")
-        from .cupy_cpu import ElementwiseKernel  # which imports this module for cupy_cpu.ReductionKernel
-
         self._kernel = ElementwiseKernel(in_params, out_params, post_map_expr, name, preamble=preamble)
         self.inputs, self.outputs, self.name = self._kernel.inputs, self._kernel.outputs, self._kernel.name
         raw = [p.name for p in self.inputs + self.outputs if p.raw]

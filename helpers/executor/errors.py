@@ -1,4 +1,5 @@
-"""The errors the executor's front end raises for CUDA C it cannot run, with the line they are about."""
+"""The executor's errors: CUDA C it cannot run (with the line they are about), and a kernel that went wrong as
+it ran."""
 
 from __future__ import annotations
 
@@ -13,3 +14,12 @@ class CudaCError(ValueError):
 
 class UnsupportedSyntax(CudaCError):
     """Valid CUDA C, but outside the subset the CPU executor runs."""
+
+
+class KernelFault(RuntimeError):
+    """A kernel did something wrong while it ran: `kind` says what ('out-of-bounds read', 'race', ...)."""
+
+    def __init__(self, kind: str, message: str, *, thread: tuple[int, ...] | None = None,
+                 block: tuple[int, ...] | None = None, line: int | None = None) -> None:
+        self.kind, self.thread, self.block, self.line = kind, thread, block, line
+        super().__init__(message)

@@ -20,7 +20,8 @@ from pycparser import c_ast
 from .c_types import DTYPES, UINT, VECTORS, CType, promote
 from .counters import WARP
 from .errors import CudaCError, UnsupportedSyntax
-from .runtime import Lanes, _eff
+from .masks import _eff
+from .runtime import Lanes
 from .warp import SHUFFLED, _shfl
 
 BLOCK, GRID = CType("__cg_thread_block"), CType("__cg_grid_group")

@@ -12,25 +12,14 @@ thread wrote it with nothing ordering the two (another block, or this block befo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from .batch import Batch, first
 from .c_types import DTYPES
 from .counters import WARP
-from .front import CudaCError, UnsupportedSyntax
-
-if TYPE_CHECKING:
-    from .runtime import Lanes
-
-
-class KernelFault(RuntimeError):
-    """A kernel did something wrong while it ran: `kind` says what ('out-of-bounds read', 'race', ...)."""
-
-    def __init__(self, kind: str, message: str, *, thread: tuple[int, ...] | None = None,
-                 block: tuple[int, ...] | None = None, line: int | None = None) -> None:
-        self.kind, self.thread, self.block, self.line = kind, thread, block, line
-        super().__init__(message)
+from .errors import CudaCError, KernelFault, UnsupportedSyntax
 
 
 class Allocation:
@@ -210,37 +199,6 @@ class Shared:
         return self.name + "".join(f"[{i}]" for i in index)
 
 
-class WarpSync:
-    """The __syncwarp() calls of a batch's warps: how many each warp has made, and for each lane the last one it
-    took part in and that call's mask. Two accesses by lanes of one warp are ordered when, after the first, both
-    lanes took part in one __syncwarp()."""
-
-    def __init__(self, lanes: int, possible: bool = True) -> None:
-        self.possible = possible  # the source calls __syncwarp(): reads keep their warp (else they need not)
-        self.count = np.zeros(lanes // WARP, np.int64)
-        self.last = np.zeros(lanes, np.int64)
-        self.mask = np.zeros(lanes, np.int64)
-        self.used = False  # whether any warp has called __syncwarp()
-
-    def sync(self, lanes: np.ndarray, masks: np.ndarray) -> None:
-        """A __syncwarp() by `lanes` (lanes of the batch, in order), each with its mask."""
-        warps = lanes // WARP
-        self.used = True
-        self.count[np.unique(warps)] += 1
-        self.last[lanes] = self.count[warps]
-        self.mask[lanes] = masks
-
-    def ordered(self, lanes: np.ndarray, warp: np.ndarray, bits: np.ndarray, since: np.ndarray) -> np.ndarray:
-        """For each of `lanes`: whether its last __syncwarp() came after its warp's count was `since` and named
-        every lane of `bits`, in warp `warp`, as well: then their accesses before it come before this lane's."""
-        return (warp == lanes // WARP) & (self.last[lanes] > since) & ((bits & ~self.mask[lanes]) == 0)
-
-
-def lane_of(c: Lanes, gid: Any) -> Any:
-    """The lane of the batch that runs the thread with global id `gid` (a thread of one of its blocks)."""
-    return (gid // c.threads - c.first_block) * c.padded + gid % c.threads
-
-
 MAX_ARRAY = 1 << 16
 
 
@@ -253,11 +211,7 @@ def check_size(name: str, size: int, space: str) -> None:
 # ------------------------------------------------------------------------------------------------ checks
 
 
-def first(bad: np.ndarray) -> int:
-    return int(np.argmax(bad))
-
-
-def outside(c: Lanes, p: Pointer, flat: Any, active: Any) -> int | None:
+def outside(c: Batch, p: Pointer, flat: Any, active: Any) -> int | None:
     """The first active lane (in thread order) whose element is outside the allocation, or None."""
     size = p.alloc.data.size
     bad = (flat < 0) | (flat >= size)
@@ -268,7 +222,7 @@ def outside(c: Lanes, p: Pointer, flat: Any, active: Any) -> int | None:
     return first(np.broadcast_to(bad, (c.lanes,)))
 
 
-def out_of_bounds(c: Lanes, p: Pointer, flat: Any, lane: int, line: int, verb: str) -> KernelFault:
+def out_of_bounds(c: Batch, p: Pointer, flat: Any, lane: int, line: int, verb: str) -> KernelFault:
     """The fault for lane's access outside the allocation, named against it."""
     size = p.alloc.data.size
     at = int(np.broadcast_to(flat, (c.lanes,))[lane])
@@ -282,7 +236,7 @@ def out_of_bounds(c: Lanes, p: Pointer, flat: Any, lane: int, line: int, verb: s
                    "if (i < n) missing or wrong?", line, lane)
 
 
-def global_race(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int, doing: str) -> None:
+def global_race(c: Batch, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int, doing: str) -> None:
     """A read or write of elements another thread wrote with nothing ordering the two."""
     alloc = p.alloc
     writer = alloc.writer[flat]
@@ -298,7 +252,7 @@ def global_race(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line:
                                  line, doing)
 
 
-def _global_race_fault(c: Lanes, p: Pointer, flat: int, lane: int, writer: int, at: int, line: int,
+def _global_race_fault(c: Batch, p: Pointer, flat: int, lane: int, writer: int, at: int, line: int,
                        doing: str) -> KernelFault:
     same = writer // c.threads == c.gid[lane] // c.threads
     who = f"thread {c.xyz_thread(writer % c.threads)} of " + (
@@ -311,7 +265,7 @@ def _global_race_fault(c: Lanes, p: Pointer, flat: int, lane: int, writer: int, 
                    f"first ({fix})", line, lane)
 
 
-def record_reads(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
+def record_reads(c: Batch, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
     """Keep who read each element since its block's last barrier (several threads: -2; several blocks: -2)."""
     alloc = p.alloc
     gid, epoch = c.gid[lanes], c.lep[lanes]
@@ -328,7 +282,7 @@ def record_reads(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line
         alloc.reader[f[alloc.reader[f] != g]] = -2  # two lanes of this read on one element
 
 
-def read_race(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
+def read_race(c: Batch, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
     """A write of elements another thread read with nothing ordering the two: a race."""
     alloc = p.alloc
     gid, epoch = c.gid[lanes], c.lep[lanes]
@@ -349,7 +303,7 @@ def read_race(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: i
                       line, int(lanes[k]))
 
 
-def record_writes(c: Lanes, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int, values: Any) -> None:
+def record_writes(c: Batch, p: Pointer, flat: np.ndarray, lanes: np.ndarray, line: int, values: Any) -> None:
     """Keep each element's writer; two lanes of this store writing different values to one element race."""
     alloc = p.alloc
     alloc.track()
@@ -377,7 +331,7 @@ def _pair(flat: np.ndarray, values: Any) -> tuple[int, int] | None:
     return int(order[k]), int(order[k + 1])
 
 
-def uninitialised(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
+def uninitialised(c: Batch, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int) -> None:
     unwritten = ~a.written[flat]
     if unwritten.any() and len(a.views) > 1:
         unwritten &= ~a.written_elsewhere(flat)
@@ -389,7 +343,7 @@ def uninitialised(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line
                       + hint, line, int(lanes[k]))
 
 
-def shared_read(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int, doing: str = "read") -> None:
+def shared_read(c: Batch, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int, doing: str = "read") -> None:
     """A read of shared elements (or an atomic update: `doing`): after another thread's write in this epoch, with
     no __syncwarp() between them when they share a warp, it races; else it is recorded."""
     gid, epoch = c.gid[lanes], c.lep[lanes]
@@ -416,12 +370,12 @@ def shared_read(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: 
     a.r_sync[flat] = c.warp_sync.count[warp]
 
 
-def _unsynced(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, raced: np.ndarray, did: str) -> np.ndarray:
+def _unsynced(c: Batch, a: Shared, flat: np.ndarray, lanes: np.ndarray, raced: np.ndarray, did: str) -> np.ndarray:
     """`raced` less the lanes that a __syncwarp() orders after the element's writer ('wrote') or readers ('read')."""
     k = np.flatnonzero(raced)
     f, on = flat[k], lanes[k]
     if did == "wrote":
-        writer = lane_of(c, a.w_gid[f])
+        writer = c.lane_of(a.w_gid[f])
         synced = c.warp_sync.ordered(on, writer // WARP, np.left_shift(1, writer % WARP), a.w_sync[f])
     else:
         synced = c.warp_sync.ordered(on, a.r_warp[f], a.r_bits[f], a.r_sync[f])
@@ -432,7 +386,7 @@ def _unsynced(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, raced: n
     return raced
 
 
-def shared_write(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int, values: Any) -> None:
+def shared_write(c: Batch, a: Shared, flat: np.ndarray, lanes: np.ndarray, line: int, values: Any) -> None:
     """A write of shared elements: after another thread's read or write in this epoch it races."""
     gid, epoch = c.gid[lanes], c.lep[lanes]
     for did, e, who, at in (("wrote", a.w_epoch, a.w_gid, a.w_line), ("read", a.r_epoch, a.r_gid, a.r_line)):
@@ -452,7 +406,7 @@ def shared_write(c: Lanes, a: Shared, flat: np.ndarray, lanes: np.ndarray, line:
     a.written[flat] = True
 
 
-def _shared_race(c: Lanes, a: Shared, flat: int, lane: int, did: str, other: int, at: int, doing: str,
+def _shared_race(c: Batch, a: Shared, flat: int, lane: int, did: str, other: int, at: int, doing: str,
                  line: int, warp: bool = True) -> KernelFault:
     who = "other threads" if other == -2 else f"thread {c.xyz_thread(other % c.threads)}"
     if warp and _same_warp(c, a, flat, lane, did, other):
@@ -462,14 +416,14 @@ def _shared_race(c: Lanes, a: Shared, flat: int, lane: int, did: str, other: int
                    "__syncthreads() missing?)", line, lane)
 
 
-def _same_warp(c: Lanes, a: Shared, flat: int, lane: int, did: str, other: int) -> bool:
+def _same_warp(c: Batch, a: Shared, flat: int, lane: int, did: str, other: int) -> bool:
     """Whether the other side of a race (a thread, or several readers: -2) is in `lane`'s warp."""
     if other >= 0:
-        return bool(lane_of(c, other) // WARP == lane // WARP)
+        return bool(c.lane_of(other) // WARP == lane // WARP)
     return did == "read" and bool(a.r_warp[flat] == lane // WARP)
 
 
-def _warp_race(c: Lanes, a: Shared, flat: int, lane: int, did: str, other: int, at: int, doing: str,
+def _warp_race(c: Batch, a: Shared, flat: int, lane: int, did: str, other: int, at: int, doing: str,
                line: int) -> KernelFault:
     """A race between lanes of one warp: warp-synchronous code needs __syncwarp() since Volta."""
     me = c.xyz_thread(int(c.gid[lane]) % c.threads)

@@ -6,11 +6,13 @@
 
 A launch runs the grid a batch of blocks at a time, each batch in lock step (helpers.executor.runtime), checking
 every access (helpers.executor.memory) and counting what it did (helpers.executor.counters). With `trace=True`
-it keeps the path each thread took through the branches (for pictures of divergence).
+it keeps the path each thread took through the branches (for pictures of divergence). `check_launch` refuses a
+GPU launch the executor would refuse, before it runs.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,12 +21,14 @@ import numpy as np
 
 from ..core.validate import positive_int
 from . import groups, warp, wmma
-from .arguments import MAX_LAUNCH_THREADS, arguments, dynamic_shared_bytes, executor_shape
+from .arguments import MAX_LAUNCH_THREADS, arguments, dynamic_shared_bytes, executor_shape, launch_shape
 from .counters import WARP, Counters
+from .errors import KernelFault
 from .front import CudaCError
-from .memory import KernelFault, allocations, constant_pointer
+from .memory import allocations, constant_pointer
 from .runtime import BATCH_LANES, MAX_STEPS, Lanes, namespace
-from .translate import TOO_DEEP, Function
+from .scopes import Function
+from .translate import TOO_DEEP
 from .unit import translate_unit
 
 Path = list[tuple[int, bool]]
@@ -176,4 +180,29 @@ class Program:
         return run
 
 
-__all__ = ["MAX_LAUNCH_THREADS", "Launch", "Program"]
+def check_launch(source: str, name: str, grid: Any, block: Any, args: Sequence[Any],
+                 name_expressions: Sequence[str] = ()) -> None:
+    """Raise, with the executor's message, what a launch of kernel `name` of `source` with these arguments would
+    get wrong on a GPU (a block over 1024 threads, a Python int for an int, an array of the wrong dtype), so a
+    GPU launch is refused as the CPU executor would refuse it. CUDA C outside the executor's subset is not
+    checked here (CuPy, its compiler and the driver check what they can)."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C, a string; got {type(source).__name__} {source!r:.40}")
+    for what, dims in (("grid", grid), ("block", block)):
+        if not isinstance(dims, tuple):
+            raise TypeError(f"{what} must be a tuple such as (4,) or (8, 8), as CuPy wants; got {dims!r:.40}")
+    try:
+        program = _program(source, tuple(name_expressions))
+    except CudaCError:  # outside the executor's subset (or not C): CuPy's compiler will say what it sees
+        return
+    params = program.params(name)
+    launch_shape(grid, block)
+    arguments(name, params, args, run=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _program(source: str, name_expressions: tuple[str, ...]) -> Program:
+    return Program(source, name_expressions)
+
+
+__all__ = ["MAX_LAUNCH_THREADS", "Launch", "Program", "check_launch"]

@@ -14,7 +14,8 @@ from .c_types import DTYPES, CType, is_int, type_name
 from .cxx import TemplateParam, split_arguments
 from .errors import CudaCError, UnsupportedSyntax
 from .front import PRELUDE_TYPES, parse
-from .translate import TOO_DEEP, Function, Translator, Var
+from .scopes import Function, Var
+from .translate import TOO_DEEP, Translator
 
 #: The constant memory a kernel may use: 64 KB on every NVIDIA GPU (CUDA C++ Programming Guide, "Device Memory
 #: Accesses", and the compute capabilities' table).
@@ -80,15 +81,14 @@ class Unit:
                 values.append(translator.constant(_expression(text, line), line, positive=False))
         return values
 
-
-def default_arguments(unit: Unit, name: str, given: int, wanted: int, line: int | None) -> list[c_ast.Node]:
-    """The default arguments of function `name` for its parameters from `given` on (as expressions at `line`)."""
-    defaults = unit.defaults.get(name.partition("<")[0], {})
-    missing = [k for k in range(given, wanted) if k not in defaults]
-    if missing:
-        raise CudaCError(f"{name}() takes {wanted} argument(s); got {given}" +
-                         (f" (parameter {missing[0] + 1} has no default)" if defaults else ""), line)
-    return [_expression(defaults[k], line) for k in range(given, wanted)]
+    def default_arguments(self, name: str, given: int, wanted: int, line: int | None) -> list[c_ast.Node]:
+        """The default arguments of function `name` for its parameters from `given` on (as expressions at `line`)."""
+        defaults = self.defaults.get(name.partition("<")[0], {})
+        missing = [k for k in range(given, wanted) if k not in defaults]
+        if missing:
+            raise CudaCError(f"{name}() takes {wanted} argument(s); got {given}" +
+                             (f" (parameter {missing[0] + 1} has no default)" if defaults else ""), line)
+        return [_expression(defaults[k], line) for k in range(given, wanted)]
 
 
 def _expression(text: str, line: int | None) -> c_ast.Node:

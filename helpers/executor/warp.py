@@ -23,7 +23,8 @@ import numpy as np
 from .c_types import DTYPES, INT, UINT, CType, promote
 from .counters import WARP
 from .errors import CudaCError
-from .runtime import Lanes, _eff
+from .masks import _eff
+from .runtime import Lanes
 
 FULL = 0xFFFF_FFFF
 _BITS = np.arange(WARP, dtype=np.int64)
@@ -231,7 +232,7 @@ def _activemask(c: Lanes, m: Any, b: Any) -> np.ndarray:
 
 def _syncwarp(c: Lanes, mask: Any, line: int, m: Any, b: Any, shown: str = "") -> None:
     """__syncwarp(mask): checked as the other *_sync primitives; it orders the named lanes' shared-memory accesses
-    (helpers.executor.memory.WarpSync)."""
+    (helpers.executor.batch.WarpSync)."""
     here = _here(c, m, b)
     masks = _check(c, shown or "__syncwarp", mask, here, line)
     lanes = np.flatnonzero(here)

@@ -32,8 +32,9 @@ from . import counters as counting
 from .c_types import DTYPES, FLOAT, INT, CType
 from .counters import WARP
 from .errors import CudaCError, UnsupportedSyntax
+from .masks import _eff
 from .memory import Pointer, SharedRef
-from .runtime import Lanes, _eff
+from .runtime import Lanes
 from .warp import FULL, _check, _here
 
 #: The half-precision shapes the CUDA C++ Programming Guide lists (m, n, k), and the element types.
