@@ -18,7 +18,8 @@ from conftest import without_gpu
 from helpers import executor
 from helpers.chapters import kernel_checks
 from helpers.chapters import mandelbrot as mb
-from helpers.executor import cupy_cpu, cupy_params
+from helpers.core import cupy_params
+from helpers.executor import cupy_cpu
 from helpers.gpu import cuda, nvrtc
 from helpers.measuring import specs, timing, workloads
 from helpers.model import roofline

@@ -15,10 +15,10 @@ cooperative groups, tensor cores: how each translates and runs) and `printing` (
 `masks` (masks and variables per lane), `operators` (C's operators and math on lanes), `memory` (allocations and
 every check on them), `counters` (what a launch did, warp by warp). The launch: `arguments` (a launch's shape and
 arguments), `program` (translate once, launch many times). CuPy's face: `cupy_cpu` (the cupy module without a
-GPU), `cupy_arrays`, `cupy_elementwise`, `cupy_reduction`, `cupy_params`. `benchmark` times it against numba's
-simulator.
+GPU), `cupy_arrays`, `cupy_elementwise`, `cupy_reduction` (their parameters read by helpers.core.cupy_params).
+`benchmark` times it against numba's simulator.
 
-The executor may import, of helpers, only helpers.core and helpers.measuring (and itself).
+It may import helpers.core and helpers.measuring, and nothing else of helpers.
 """
 
 from .arguments import MAX_BLOCK_THREADS, MAX_LAUNCH_THREADS, WARP_SIZE

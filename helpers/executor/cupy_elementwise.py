@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from ..core.cupy_params import C_TYPES, Param, parse_params
 from ..core.validate import flag
 from .arguments import MAX_BLOCK_THREADS
 from .cupy_arrays import MAX_ELEMENTS, describe, empty
-from .cupy_params import C_TYPES, Param, parse_params
 from .errors import KernelFault
 from .front import CudaCError
 from .program import Program

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from ..core.cupy_params import C_TYPES
 from ..core.validate import flag
 from .arguments import MAX_LAUNCH_THREADS as MAX_ELEMENTS
 from .cupy_elementwise import ElementwiseKernel
-from .cupy_params import C_TYPES
 from .program import Program
 from .runtime import MAX_STEPS
 

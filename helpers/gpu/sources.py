@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.cupy_params import C_TYPES, NAME, Param, parse_params
 from ..core.project import KERNELS
-from ..executor.cupy_params import C_TYPES, NAME, Param, parse_params
 from . import nvrtc
 
 # --------------------------------------------------------------------------------------------------------------

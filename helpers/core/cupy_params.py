@@ -1,5 +1,7 @@
-"""CuPy's ElementwiseKernel parameters ('float32 x, raw T y') as CuPy reads them: shared by helpers.gpu.cuda, which
-builds whole kernels from them, and the CPU executor's CuPy front, which runs them."""
+"""CuPy's ElementwiseKernel parameters ('float32 x, raw T y') as CuPy reads them: shared by helpers.gpu.sources,
+which builds whole kernels from them, and the CPU executor's CuPy front, which runs them.
+
+In core because both read it, and importing helpers.executor loads pycparser, which showing a kernel never needs."""
 
 from __future__ import annotations
 
