@@ -24,9 +24,12 @@ import ctypes
 import ctypes.util
 import re
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 #: The architectures every kernel of the series is compiled for: the T4 (Colab's free GPU) and Hopper (H100).
 TARGET_ARCHS = ("sm_75", "sm_90")
@@ -357,6 +360,18 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a file name such as 'kernel.cu' (NVRTC puts it in its messages); got "
                          f"{name!r:.40}")
+    with _program(source, arch, name, name_expressions, options) as (lib, program, log):
+        size = ctypes.c_size_t()
+        _check(lib, lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "machine code size")
+        return Compiled(name, arch, int(size.value), log)
+
+
+@contextmanager
+def _program(source: str, arch: str, name: str, expressions: Sequence[str],
+             options: Sequence[str]) -> Iterator[tuple[Any, Any, str]]:
+    """NVRTC's program for `source`, compiled for `arch` (`options` before the reference compile's own, each name
+    expression instantiated): yields (the library, the program, its log) and destroys the program on leaving. A
+    refused #include raises RefusedInclude before NVRTC runs; a failed compile raises CompileError with the log."""
     refused = refused_include(source)
     if refused:
         raise RefusedInclude(name, refused)
@@ -366,22 +381,20 @@ def compile_source(source: str, arch: str = "sm_75", name: str = "kernel.cu",
     _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0, None, None),
            "create program")
     try:
-        for expression in name_expressions:
+        for expression in expressions:
             _check(lib, lib.nvrtcAddNameExpression(program, expression.encode()), f"name expression {expression}")
         flags = [f"--gpu-architecture={arch}", *options, *reference_options()]
-        argv = (ctypes.c_char_p * len(flags))(*(f.encode() for f in flags))
-        status = lib.nvrtcCompileProgram(program, len(flags), argv)
+        status = lib.nvrtcCompileProgram(program, len(flags), (ctypes.c_char_p * len(flags))(*map(str.encode, flags)))
         size = ctypes.c_size_t()
         _check(lib, lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)), "log size")
-        buffer = ctypes.create_string_buffer(size.value)
-        _check(lib, lib.nvrtcGetProgramLog(program, buffer), "log")
-        log = own_messages(buffer.value.decode(errors="replace"), _own_files(source, name))
+        text = ctypes.create_string_buffer(size.value)
+        _check(lib, lib.nvrtcGetProgramLog(program, text), "log")
+        log = own_messages(text.value.decode(errors="replace"), _own_files(source, name))
         if status != 0:
             if "cannot open source file" in log and missing_headers():
                 log += f"\n({missing_headers()}, then restart)"
             raise CompileError(name, arch, log or lib.nvrtcGetErrorString(status).decode())
-        _check(lib, lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "machine code size")
-        return Compiled(name, arch, int(size.value), log)
+        yield lib, program, log
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(program))
 
@@ -410,28 +423,10 @@ def build(source: str, arch: str = "sm_75", name: str = "kernel.cu", names: tupl
     compile_source's name_expressions. Refuses what compile_source refuses; raises CompileError with the log."""
     if not isinstance(source, str) or not source.strip():
         raise ValueError(f"source must be a non-empty string of CUDA C to compile; got {type(source).__name__}")
-    refused = refused_include(source)
-    if refused:
-        raise RefusedInclude(name, refused)
-    lib = _lib()
-    check_arch(arch)
-    lib.nvrtcGetLoweredName.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]
-    lib.nvrtcGetLoweredName.restype = ctypes.c_int
-    program = ctypes.c_void_p()
-    _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0, None, None),
-           "create program")
-    try:
-        for expression in names:
-            _check(lib, lib.nvrtcAddNameExpression(program, expression.encode()), f"name expression {expression}")
-        flags = [f"--gpu-architecture={arch}", "-Xptxas", "-v", *reference_options()]  # as CuPy compiles it
-        status = lib.nvrtcCompileProgram(program, len(flags), (ctypes.c_char_p * len(flags))(*map(str.encode, flags)))
+    with _program(source, arch, name, names, ("-Xptxas", "-v")) as (lib, program, log):  # as CuPy compiles it
+        lib.nvrtcGetLoweredName.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]
+        lib.nvrtcGetLoweredName.restype = ctypes.c_int
         size = ctypes.c_size_t()
-        _check(lib, lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)), "log size")
-        text = ctypes.create_string_buffer(size.value)
-        _check(lib, lib.nvrtcGetProgramLog(program, text), "log")
-        log = own_messages(text.value.decode(errors="replace"), _own_files(source, name))
-        if status != 0:
-            raise CompileError(name, arch, log or lib.nvrtcGetErrorString(status).decode())
         _check(lib, lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "machine code size")
         cubin = ctypes.create_string_buffer(size.value)
         _check(lib, lib.nvrtcGetCUBIN(program, cubin), "machine code")
@@ -441,5 +436,3 @@ def build(source: str, arch: str = "sm_75", name: str = "kernel.cu", names: tupl
             _check(lib, lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(mangled)), "lowered name")
             lowered[expression] = (mangled.value or b"").decode()
         return Build(arch, version(), cubin.raw, log, lowered)
-    finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(program))
