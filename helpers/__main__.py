@@ -417,17 +417,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["notebooks"]:  # everything after the word belongs to the upkeep command
         try:
-            from .book import records, upkeep
+            from .book.records import main as record
+            from .book.upkeep import clone_problem
+            from .book.upkeep import main as upkeep_main
         except ImportError as exc:  # nbformat, nbclient and jupyter_client come with the dev extra only
             print(f"{PROG} notebooks: needs the maintainers' tools ({exc.name} is missing): "
                   "pip install -e '.[dev]' in a clone of the repository", file=sys.stderr)
             return 2
         if argv[1:2] != ["record"]:
-            return upkeep.main(argv[1:])
-        if (problem := upkeep.clone_problem()) is not None:
+            return upkeep_main(argv[1:])
+        if (problem := clone_problem()) is not None:
             print(problem, file=sys.stderr)
             return 2
-        return records.main(argv[2:])
+        return record(argv[2:])
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)

@@ -308,7 +308,8 @@ def test_a_malformed_prompt_is_one_line_from_problems_and_a_prompt_error_from_pr
 @pytest.mark.parametrize("word", ["(a+)+$", "(a|aa)+$", "(a|a)*b"])
 def test_a_verdict_word_is_read_as_text_so_a_pattern_that_would_backtrack_cannot_hang_the_check(word) -> None:
     """In a fresh interpreter, so that a search which never ends fails this test instead of hanging the suite."""
-    script = ("import json, sys; sys.path.insert(0, 'tests'); import test_hostile_3 as t; from helpers import prompts; "
+    script = ("import json, sys; sys.path.insert(0, 'tests'); import test_hostile_3 as t; "
+              "from helpers.learning import prompts; "
               f"print(json.dumps(prompts.problems(t._prompted({word!r}, 'a' * 40 + '!'))))")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                           timeout=HANG_SECONDS)

@@ -210,7 +210,7 @@ def test_keras_imported_with_another_backend_asks_for_a_restart() -> None:
     program = ("import sys, types\n"
                "tf_keras = types.SimpleNamespace(backend=types.SimpleNamespace(backend=lambda: 'tensorflow'))\n"
                "sys.modules['keras'] = tf_keras\n"
-               "from helpers import mlp\n"
+               "from helpers.chapters import mlp\n"
                "try:\n    mlp.keras_jax()\nexcept RuntimeError as exc:\n    print(exc)\n")
     ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
                          env={k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"})

@@ -29,7 +29,7 @@ def run(program: str, env: dict[str, str] | None = None) -> str:
 
 def test_in_time_gives_8_devices_then_shards_rows_and_replicates() -> None:
     out = run("""
-        from helpers import sharding
+        from helpers.tpu import sharding
         print(sharding.use_host_devices(8))
         import jax, jax.numpy as jnp, numpy as np
         from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -102,7 +102,7 @@ def test_layout_refuses_what_is_not_a_placed_jax_array() -> None:
 def test_too_late_is_refused_loudly_not_ignored(first: str) -> None:
     out = run(f"""
         {first}
-        from helpers import sharding
+        from helpers.tpu import sharding
         try:
             sharding.use_host_devices(8)
         except sharding.HostDevicesError as exc:
@@ -125,7 +125,7 @@ def test_too_late_is_refused_loudly_not_ignored(first: str) -> None:
 def test_the_count_overrides_one_in_xla_flags() -> None:
     out = run("""
         import jax
-        from helpers import sharding
+        from helpers.tpu import sharding
         print(sharding.use_host_devices(8))
         print(len(jax.devices("cpu")))
     """, env={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
