@@ -5,6 +5,6 @@ there. This stand-in offers only what the series calls. `google/` has no __init_
 the installed `google.*` packages (protobuf, auth, ...) as a namespace package, as on Colab.
 """
 
-from tests.x import output
+from . import output
 
 __all__ = ["output"]
