@@ -179,7 +179,8 @@ def machine(monkeypatch, tmp_path):
     monkeypatch.setattr(cpu.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.setattr(cpu.os, "sched_setaffinity", lambda pid, cpus: pinned.append(set(cpus)))
 
-    def make(files=None, sysctl=None, arch="x86_64", logical=4, calibrated=(1e9,), nominal=..., blas_bits=None):
+    def make(files=None, sysctl=None, arch="x86_64", logical=4, calibrated=(1e9,), nominal=..., blas_bits=None,
+             copied=12.5e9):
         runs = iter(calibrated)
 
         def calibrate(budget_s=0.06, **_):
@@ -192,7 +193,7 @@ def machine(monkeypatch, tmp_path):
         monkeypatch.setattr(cpu.platform, "processor", lambda: "")
         monkeypatch.setattr(cpu, "_logical_cpus", lambda: logical)
         monkeypatch.setattr(cpu, "calibrate_matmul_flops", calibrate)
-        monkeypatch.setattr(cpu, "measure_bandwidth", lambda *a, **k: 12.5e9)
+        monkeypatch.setattr(cpu, "measure_bandwidth", lambda *a, **k: copied)  # bytes/s of this run's copy
         monkeypatch.setattr(cpu, "blas_vector_bits",
                             lambda: (blas_bits, "OpenBLAS's Haswell kernels" if blas_bits else ""))
         if nominal is not ...:
@@ -377,6 +378,16 @@ def test_the_first_run_calibrates_longer_and_later_runs_do_not_rewrite_the_cache
     machine(files, calibrated=once(35e9), nominal=VM_CLOCK)
     assert sum(machine.budgets) == pytest.approx(first_budget / 3)
     assert (kept.stat().st_mtime_ns, kept.read_text()) == written  # nothing new to keep
+
+
+def test_the_memory_roof_is_the_best_copy_any_run_on_this_cpu_model_showed(machine):
+    files = {"/proc/cpuinfo": ZEN1_CPUINFO}
+    quiet = machine(files, calibrated=once(36e9), nominal=VM_CLOCK)
+    assert quiet.peak_bandwidth.value == 12.5e9 and "12.5 GB/s this run" in quiet.peak_bandwidth.source
+    busy = machine(files, calibrated=once(36e9), nominal=VM_CLOCK, copied=6e9)  # a busy moment: half the rate
+    assert busy.peak_bandwidth.value == 12.5e9, "a roof never drops below what this machine has shown"
+    assert "6.0 GB/s this run; 12.5 GB/s at best in an earlier run" in busy.peak_bandwidth.source
+    assert machine(files, calibrated=once(36e9), nominal=VM_CLOCK, copied=15e9).peak_bandwidth.value == 15e9
 
 
 def test_the_clock_rises_when_blas_clearly_needs_more(machine):
